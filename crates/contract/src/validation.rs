@@ -1,0 +1,332 @@
+//! Request validation from the document's own schemas, and the response check for tests.
+//!
+//! [`Contract::load`] compiles, once, one JSON Schema 2020-12 validator per operation for its
+//! path parameters, its query parameters and its body, with format checking on (so
+//! `2023-02-29` is not a `date`). Parameters are validated as an object whose properties
+//! are the parameters' schemas, closed, so an unknown query parameter is a violation too.
+//! Component references (`#/components/schemas/…`) resolve because every compiled schema
+//! carries the document's `components` beside it.
+//!
+//! [`Contract::validate`] reports every violation at once, each with where it is (`in`), a
+//! pointer (RFC 6901 into the body, or the parameter's name), a message and the failing
+//! keyword. It never panics on any input.
+
+use crate::document;
+use crate::types::{ProblemError, ProblemErrorIn};
+use jsonschema::{ValidationError, Validator, error::ValidationErrorKind};
+use serde_json::{Map, Value, json};
+use std::collections::HashMap;
+use wpds_codegen::operations::{OperationInfo, Parameter};
+
+/// Longest message text kept from the validator (values can be long).
+const MAX_MESSAGE: usize = 240;
+
+/// The compiled request validators of every operation.
+pub struct Contract {
+    operations: HashMap<String, OperationValidator>,
+}
+
+struct OperationValidator {
+    path: Validator,
+    query: Validator,
+    query_kinds: HashMap<String, ScalarKind>,
+    body: Option<Validator>,
+}
+
+/// How a query parameter's text is read before validation.
+#[derive(Clone, Copy)]
+enum ScalarKind {
+    Integer,
+    Number,
+    Boolean,
+    Text,
+}
+
+/// A request that passed validation, as JSON values ready to deserialise.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidRequest {
+    /// Path parameters as an object.
+    pub path: Value,
+    /// Query parameters as an object, numbers and booleans already read.
+    pub query: Value,
+    /// The parsed body, for operations that take one.
+    pub body: Option<Value>,
+}
+
+impl Contract {
+    /// Compiles the validators of every operation of the embedded document.
+    pub fn load() -> Result<Self, String> {
+        Self::from_document(document::parsed())
+    }
+
+    /// Compiles the validators of every operation of `doc`.
+    pub fn from_document(doc: &Value) -> Result<Self, String> {
+        let components = doc.get("components").cloned().unwrap_or(Value::Null);
+        let mut operations = HashMap::new();
+        for op in wpds_codegen::operations::collect(doc) {
+            let validator = OperationValidator::compile(doc, &components, &op)
+                .map_err(|e| format!("{}: {e}", op.id))?;
+            operations.insert(op.id.clone(), validator);
+        }
+        Ok(Contract { operations })
+    }
+
+    /// Validates one request of `operation_id`.
+    ///
+    /// `path` holds the matched path parameters, `query` the raw query string (without
+    /// `?`), `body` the raw body for operations that take one. Returns the parsed request,
+    /// or every violation found. Panics only for an `operation_id` that is not in the
+    /// document, which the generated routes never pass.
+    pub fn validate(
+        &self,
+        operation_id: &str,
+        path: &[(&str, &str)],
+        query: &str,
+        body: Option<&[u8]>,
+    ) -> Result<ValidRequest, Vec<ProblemError>> {
+        let op = self
+            .operations
+            .get(operation_id)
+            .unwrap_or_else(|| panic!("unknown operation {operation_id}"));
+        let mut errors = Vec::new();
+
+        let path_value = Value::Object(
+            path.iter()
+                .map(|(k, v)| ((*k).to_owned(), Value::String((*v).to_owned())))
+                .collect(),
+        );
+        collect_errors(&op.path, &path_value, ProblemErrorIn::Path, &mut errors);
+
+        let query_value = parse_query(query, &op.query_kinds);
+        collect_errors(&op.query, &query_value, ProblemErrorIn::Query, &mut errors);
+
+        let body_value = match (&op.body, body) {
+            (Some(validator), Some(bytes)) if !bytes.is_empty() => {
+                match serde_json::from_slice::<Value>(bytes) {
+                    Ok(value) => {
+                        collect_errors(validator, &value, ProblemErrorIn::Body, &mut errors);
+                        Some(value)
+                    }
+                    Err(e) => {
+                        errors.push(ProblemError::new(
+                            ProblemErrorIn::Body,
+                            "",
+                            "json",
+                            format!("the body is not valid JSON: {e}"),
+                        ));
+                        None
+                    }
+                }
+            }
+            (Some(_), _) => {
+                errors.push(ProblemError::new(
+                    ProblemErrorIn::Body,
+                    "",
+                    "required",
+                    "a JSON request body is required",
+                ));
+                None
+            }
+            (None, _) => None,
+        };
+
+        if errors.is_empty() {
+            Ok(ValidRequest {
+                path: path_value,
+                query: query_value,
+                body: body_value,
+            })
+        } else {
+            Err(errors)
+        }
+    }
+}
+
+impl OperationValidator {
+    fn compile(doc: &Value, components: &Value, op: &OperationInfo) -> Result<Self, String> {
+        let path = compile(&parameters_schema(&op.path_params), components)?;
+        let query = compile(&parameters_schema(&op.query_params), components)?;
+        let query_kinds = op
+            .query_params
+            .iter()
+            .map(|p| {
+                (
+                    p.name.clone(),
+                    scalar_kind(wpds_codegen::deref(doc, &p.schema)),
+                )
+            })
+            .collect();
+        let body = match &op.body_type {
+            Some(name) => Some(compile(
+                &json!({ "$ref": format!("#/components/schemas/{name}") }),
+                components,
+            )?),
+            None => None,
+        };
+        Ok(OperationValidator {
+            path,
+            query,
+            query_kinds,
+            body,
+        })
+    }
+}
+
+/// A closed object schema whose properties are the parameters' schemas.
+fn parameters_schema(params: &[Parameter]) -> Value {
+    let properties: Map<String, Value> = params
+        .iter()
+        .map(|p| (p.name.clone(), p.schema.clone()))
+        .collect();
+    let required: Vec<&str> = params
+        .iter()
+        .filter(|p| p.required)
+        .map(|p| p.name.as_str())
+        .collect();
+    json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": false,
+    })
+}
+
+/// Compiles `schema` with the document's components beside it, formats checked.
+fn compile(schema: &Value, components: &Value) -> Result<Validator, String> {
+    let mut root = schema.clone();
+    if let Value::Object(map) = &mut root {
+        map.insert("components".to_owned(), components.clone());
+    }
+    jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .should_validate_formats(true)
+        .build(&root)
+        .map_err(|e| format!("cannot compile schema: {e}"))
+}
+
+fn scalar_kind(schema: &Value) -> ScalarKind {
+    match schema.get("type").and_then(Value::as_str) {
+        Some("integer") => ScalarKind::Integer,
+        Some("number") => ScalarKind::Number,
+        Some("boolean") => ScalarKind::Boolean,
+        _ => ScalarKind::Text,
+    }
+}
+
+/// Reads a query string into an object. A parameter given twice becomes an array (which
+/// its scalar schema then refuses); a number or boolean that does not parse stays text
+/// (which its `type` then refuses).
+fn parse_query(query: &str, kinds: &HashMap<String, ScalarKind>) -> Value {
+    let mut object = Map::new();
+    for (key, raw) in form_urlencoded::parse(query.as_bytes()) {
+        let kind = kinds.get(key.as_ref()).copied().unwrap_or(ScalarKind::Text);
+        let value = read_scalar(&raw, kind);
+        match object.get_mut(key.as_ref()) {
+            Some(Value::Array(values)) => values.push(value),
+            Some(existing) => *existing = Value::Array(vec![existing.take(), value]),
+            None => {
+                object.insert(key.into_owned(), value);
+            }
+        }
+    }
+    Value::Object(object)
+}
+
+fn read_scalar(raw: &str, kind: ScalarKind) -> Value {
+    let parsed = match kind {
+        ScalarKind::Integer => raw.parse::<i64>().ok().map(Value::from),
+        ScalarKind::Number => raw
+            .parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+            .map(Value::Number),
+        ScalarKind::Boolean => match raw {
+            "true" => Some(Value::Bool(true)),
+            "false" => Some(Value::Bool(false)),
+            _ => None,
+        },
+        ScalarKind::Text => None,
+    };
+    parsed.unwrap_or_else(|| Value::String(raw.to_owned()))
+}
+
+fn collect_errors(
+    validator: &Validator,
+    instance: &Value,
+    location: ProblemErrorIn,
+    out: &mut Vec<ProblemError>,
+) {
+    for error in validator.iter_errors(instance) {
+        push_error(&error, location, out);
+    }
+}
+
+/// Turns one validator error into entries naming the offending value: a missing or an
+/// unexpected property is pointed at itself rather than at its parent object.
+fn push_error(error: &ValidationError<'_>, location: ProblemErrorIn, out: &mut Vec<ProblemError>) {
+    let base = error.instance_path().as_str().to_owned();
+    let keyword = error.kind().keyword().to_owned();
+    let named: Vec<String> = match error.kind() {
+        ValidationErrorKind::Required { property } => {
+            vec![
+                property
+                    .as_str()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| property.to_string()),
+            ]
+        }
+        ValidationErrorKind::AdditionalProperties { unexpected } => unexpected.clone(),
+        _ => Vec::new(),
+    };
+    if named.is_empty() {
+        let pointer = pointer_for(location, &base);
+        out.push(ProblemError::new(
+            location,
+            pointer,
+            keyword,
+            message(error),
+        ));
+        return;
+    }
+    for name in named {
+        let pointer = match location {
+            ProblemErrorIn::Body => format!("{base}/{}", escape_token(&name)),
+            _ => name.clone(),
+        };
+        let text = match error.kind() {
+            ValidationErrorKind::Required { .. } => format!("\"{name}\" is a required property"),
+            _ => format!("\"{name}\" is not allowed here"),
+        };
+        out.push(ProblemError::new(location, pointer, keyword.clone(), text));
+    }
+}
+
+/// A body keeps its JSON pointer; a parameter is named by its name alone.
+fn pointer_for(location: ProblemErrorIn, instance_path: &str) -> String {
+    match location {
+        ProblemErrorIn::Body => instance_path.to_owned(),
+        _ => instance_path
+            .trim_start_matches('/')
+            .split('/')
+            .next()
+            .unwrap_or_default()
+            .replace("~1", "/")
+            .replace("~0", "~"),
+    }
+}
+
+fn escape_token(token: &str) -> String {
+    token.replace('~', "~0").replace('/', "~1")
+}
+
+fn message(error: &ValidationError<'_>) -> String {
+    let text = error.to_string();
+    if text.len() <= MAX_MESSAGE {
+        return text;
+    }
+    let cut = (0..=MAX_MESSAGE)
+        .rev()
+        .find(|i| text.is_char_boundary(*i))
+        .unwrap_or(0);
+    format!("{}…", &text[..cut])
+}

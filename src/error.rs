@@ -1,0 +1,97 @@
+//! The one error type handlers and the request pipeline return.
+//!
+//! Each variant is a kind of failure the contract documents; [`crate::http::problem`] maps
+//! it to its status and problem+json body, in one place. [`ApiError::Internal`] carries
+//! detail for the log only.
+
+use serde_json::Value;
+use wpds_contract::types::{BulkEditConflict, ProblemError};
+
+/// A failed request, as the contract names it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ApiError {
+    /// 400 `validation_failed`: the request breaks the document's schemas.
+    Validation(Vec<ProblemError>),
+    /// 401 `unauthenticated`; `token_sent` adds `error="invalid_token"` to the challenge.
+    Unauthenticated {
+        /// What is wrong with the credentials.
+        detail: String,
+        /// Whether a bearer token was presented.
+        token_sent: bool,
+    },
+    /// 401 `invalid_grant`: an unusable refresh token.
+    InvalidGrant,
+    /// 403 `forbidden`.
+    Forbidden(String),
+    /// 404 `not_found`.
+    NotFound(String),
+    /// 405 `method_not_allowed`, with the methods the path has.
+    MethodNotAllowed(Vec<&'static str>),
+    /// 406 `not_acceptable`.
+    NotAcceptable,
+    /// 413 `payload_too_large`, with the limit in bytes.
+    PayloadTooLarge(usize),
+    /// 415 `unsupported_media_type`.
+    UnsupportedMediaType,
+    /// A 409 state conflict or `version_conflict`.
+    Conflict(Box<Conflict>),
+    /// A 422: `unprocessable` (or another catalogued 422 code) naming the fields.
+    Unprocessable {
+        /// The problem code (`unprocessable`, `idempotency_key_reused`).
+        code: &'static str,
+        /// What is wrong, for people.
+        detail: String,
+        /// The field(s) and the rule's code.
+        errors: Vec<ProblemError>,
+    },
+    /// 429 `rate_limited`, retry after the given seconds.
+    RateLimited(u32),
+    /// 501 `not_implemented`.
+    NotImplemented,
+    /// 503 `unavailable`, retry after the given seconds.
+    Unavailable(u32),
+    /// 500 `internal`; the text is logged, never sent.
+    Internal(String),
+}
+
+/// The body of a 409.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Conflict {
+    /// The problem code (`version_conflict`, `already_retired`, …).
+    pub code: &'static str,
+    /// What conflicts, for people.
+    pub detail: String,
+    /// The record's current version, on `version_conflict`.
+    pub current_version: Option<i64>,
+    /// The settings' current revision, on `version_conflict` of category settings.
+    pub current_revision: Option<i64>,
+    /// The resource as a 2xx would show it; `Some(Value::Null)` where none exists yet.
+    pub current: Option<Value>,
+    /// Every stale bulk-edit assertion.
+    pub conflicts: Option<Vec<BulkEditConflict>>,
+    /// Rule violations to list, for state conflicts that name fields.
+    pub errors: Option<Vec<ProblemError>>,
+}
+
+impl ApiError {
+    /// The problem code this error answers with.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::Validation(_) => "validation_failed",
+            ApiError::Unauthenticated { .. } => "unauthenticated",
+            ApiError::InvalidGrant => "invalid_grant",
+            ApiError::Forbidden(_) => "forbidden",
+            ApiError::NotFound(_) => "not_found",
+            ApiError::MethodNotAllowed(_) => "method_not_allowed",
+            ApiError::NotAcceptable => "not_acceptable",
+            ApiError::PayloadTooLarge(_) => "payload_too_large",
+            ApiError::UnsupportedMediaType => "unsupported_media_type",
+            ApiError::Conflict(conflict) => conflict.code,
+            ApiError::Unprocessable { code, .. } => code,
+            ApiError::RateLimited(_) => "rate_limited",
+            ApiError::NotImplemented => "not_implemented",
+            ApiError::Unavailable(_) => "unavailable",
+            ApiError::Internal(_) => "internal",
+        }
+    }
+}

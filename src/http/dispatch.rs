@@ -1,0 +1,208 @@
+//! The pipeline every contract operation runs through before and after its handler.
+//!
+//! In the contract's order of precedence (unknown routes and methods are answered by the
+//! router before this runs):
+//! 1. 406 when `Accept` excludes JSON;
+//! 2. 413 for a body over [`BODY_LIMIT`], 415 for a body that is not JSON;
+//! 3. 400 when the path, query or body breaks the document's schemas (every violation);
+//! 4. the handler, with typed input; its success body goes out with the operation's
+//!    documented status, its error through [`crate::http::problem`].
+//!
+//! A panic anywhere in a handler is caught, logged and answered as 500 `internal`.
+
+use crate::error::ApiError;
+use crate::http::{problem, request_id};
+use crate::operations::{Operation, Reply, RequestContext};
+use actix_web::http::StatusCode;
+use actix_web::http::header::{self, CONTENT_LENGTH, CONTENT_TYPE, Header};
+use actix_web::web::{Bytes, BytesMut, Data, Payload};
+use actix_web::{HttpMessage, HttpRequest, HttpResponse, mime};
+use futures_util::{FutureExt, StreamExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use wpds_contract::types::{ProblemError, ProblemErrorIn};
+use wpds_contract::validation::{Contract, ValidRequest};
+
+/// The largest request body accepted (1 MiB).
+pub const BODY_LIMIT: usize = 1024 * 1024;
+
+/// A validated request, read into the operation's generated types on demand.
+pub struct Input {
+    valid: ValidRequest,
+}
+
+impl Input {
+    /// The path parameters.
+    pub fn path<T: DeserializeOwned>(&self) -> Result<T, ApiError> {
+        typed(self.valid.path.clone(), ProblemErrorIn::Path)
+    }
+
+    /// The query parameters.
+    pub fn query<T: DeserializeOwned>(&self) -> Result<T, ApiError> {
+        typed(self.valid.query.clone(), ProblemErrorIn::Query)
+    }
+
+    /// The body.
+    pub fn body<T: DeserializeOwned>(&mut self) -> Result<T, ApiError> {
+        typed(
+            self.valid.body.take().unwrap_or_default(),
+            ProblemErrorIn::Body,
+        )
+    }
+}
+
+/// Reads validated JSON into a generated type. The schema has already accepted the value,
+/// so a failure here means the generated type is narrower than the schema: it is still
+/// the client's value that cannot be taken, so it answers 400, never 500.
+fn typed<T: DeserializeOwned>(
+    value: serde_json::Value,
+    location: ProblemErrorIn,
+) -> Result<T, ApiError> {
+    serde_json::from_value(value).map_err(|e| {
+        log::warn!("a value the schema accepts does not fit the generated type: {e}");
+        ApiError::Validation(vec![ProblemError::new(location, "", "type", e.to_string())])
+    })
+}
+
+/// Runs the pipeline for `op` and then `handler`.
+pub async fn dispatch<F, Fut, T>(
+    op: &'static Operation,
+    req: HttpRequest,
+    payload: Payload,
+    handler: F,
+) -> HttpResponse
+where
+    F: FnOnce(RequestContext, Input) -> Fut,
+    Fut: Future<Output = Result<Reply<T>, ApiError>>,
+    T: Serialize,
+{
+    let outcome = AssertUnwindSafe(run(op, &req, payload, handler))
+        .catch_unwind()
+        .await;
+    match outcome {
+        Ok(Ok(response)) => response,
+        Ok(Err(error)) => problem::respond(&req, error),
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_owned());
+            problem::respond(
+                &req,
+                ApiError::Internal(format!("{} panicked: {what}", op.id)),
+            )
+        }
+    }
+}
+
+async fn run<F, Fut, T>(
+    op: &'static Operation,
+    req: &HttpRequest,
+    payload: Payload,
+    handler: F,
+) -> Result<HttpResponse, ApiError>
+where
+    F: FnOnce(RequestContext, Input) -> Fut,
+    Fut: Future<Output = Result<Reply<T>, ApiError>>,
+    T: Serialize,
+{
+    let ctx = RequestContext {
+        request_id: request_id::of(req),
+    };
+    negotiate(req)?;
+    let body = if op.has_body {
+        Some(read_body(req, payload).await?)
+    } else {
+        None
+    };
+    let contract = req
+        .app_data::<Data<Contract>>()
+        .ok_or_else(|| ApiError::Internal("the contract is not registered".to_owned()))?;
+    let path: Vec<(&str, &str)> = req.match_info().iter().collect();
+    let valid = contract
+        .validate(op.id, &path, req.query_string(), body.as_deref())
+        .map_err(ApiError::Validation)?;
+    let reply = handler(ctx, Input { valid }).await?;
+    let status = StatusCode::from_u16(op.success_status)
+        .map_err(|e| ApiError::Internal(format!("{}: bad success status: {e}", op.id)))?;
+    let body = serde_json::to_vec(&reply.body)
+        .map_err(|e| ApiError::Internal(format!("{}: cannot serialise the reply: {e}", op.id)))?;
+    let mut response = HttpResponse::build(status);
+    response.insert_header((CONTENT_TYPE, "application/json"));
+    for (name, value) in reply.headers {
+        response.insert_header((name, value));
+    }
+    Ok(response.body(body))
+}
+
+/// 406 unless `Accept` (when sent) admits `application/json`.
+fn negotiate(req: &HttpRequest) -> Result<(), ApiError> {
+    if !req.headers().contains_key(header::ACCEPT) {
+        return Ok(());
+    }
+    // An Accept header that does not parse is ignored, as RFC 9110 allows.
+    let Ok(accept) = header::Accept::parse(req) else {
+        return Ok(());
+    };
+    let admits_json = accept.iter().any(|item| {
+        let mime = &item.item;
+        item.quality > header::Quality::ZERO
+            && (mime.type_() == mime::STAR
+                || (mime.type_() == mime::APPLICATION
+                    && (mime.subtype() == mime::STAR || mime.subtype() == mime::JSON)))
+    });
+    if admits_json {
+        Ok(())
+    } else {
+        Err(ApiError::NotAcceptable)
+    }
+}
+
+/// Reads the body up to [`BODY_LIMIT`]: 413 above it, 415 when a non-empty body is not
+/// declared as JSON (`application/json` or a `+json` type).
+async fn read_body(req: &HttpRequest, mut payload: Payload) -> Result<Bytes, ApiError> {
+    let declared_length = req
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared_length.is_some_and(|len| len > BODY_LIMIT as u64) {
+        return Err(ApiError::PayloadTooLarge(BODY_LIMIT));
+    }
+    let mime = req.mime_type().ok().flatten();
+    let is_json = mime.as_ref().is_some_and(|m| {
+        m.type_() == mime::APPLICATION
+            && (m.subtype() == mime::JSON || m.suffix() == Some(mime::JSON))
+    });
+    let has_content_type = req.headers().contains_key(CONTENT_TYPE);
+    if has_content_type && !is_json {
+        return Err(ApiError::UnsupportedMediaType);
+    }
+    let mut body = BytesMut::new();
+    while let Some(chunk) = payload.next().await {
+        let chunk = chunk.map_err(|e| {
+            ApiError::Validation(vec![ProblemError::new(
+                ProblemErrorIn::Body,
+                "",
+                "json",
+                format!("the body could not be read: {e}"),
+            )])
+        })?;
+        if body.len() + chunk.len() > BODY_LIMIT {
+            return Err(ApiError::PayloadTooLarge(BODY_LIMIT));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    if !body.is_empty() && !has_content_type {
+        return Err(ApiError::UnsupportedMediaType);
+    }
+    Ok(body.freeze())
+}
+
+/// The answer for a method a known path does not have: 405 with `Allow`.
+pub async fn method_not_allowed(req: HttpRequest, allow: &'static [&'static str]) -> HttpResponse {
+    problem::respond(&req, ApiError::MethodNotAllowed(allow.to_vec()))
+}

@@ -1,0 +1,8 @@
+//! Everything HTTP: the request pipeline of the contract's operations, the mapping of
+//! errors to problem+json, request ids and access logs, and the operational endpoints.
+
+pub mod dispatch;
+pub mod docs;
+pub mod health;
+pub mod problem;
+pub mod request_id;

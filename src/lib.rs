@@ -1,0 +1,21 @@
+//! Workspace Project-Data Service: the HTTP JSON API server.
+//!
+//! The contract `openapi/openapi.yaml` is the single source of truth. The build generates
+//! the operation table, the [`operations::Operations`] trait and the actix-web routes from
+//! it; [`handlers`] implements the trait; [`http`] holds the request pipeline every
+//! operation runs through (request id, content negotiation, body limits, validation from the
+//! document, problem+json errors) and the operational endpoints.
+//!
+//! Rules:
+//! - Handlers stay thin: read the typed input, call one domain or storage function, map the
+//!   result. Nothing about HTTP leaks below them.
+//! - Errors travel as [`error::ApiError`] and are mapped to HTTP in exactly one place
+//!   ([`http::problem`]); internal detail is logged under the trace id, never sent.
+//! - Nothing the client sends can make the server panic or answer 500.
+
+pub mod config;
+pub mod error;
+pub mod handlers;
+pub mod http;
+pub mod operations;
+pub mod server;

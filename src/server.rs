@@ -1,0 +1,44 @@
+//! Assembles the actix-web application and starts the HTTP server.
+
+use crate::config::ServeConfig;
+use crate::error::ApiError;
+use crate::handlers::Service;
+use crate::http::{docs, health, problem, request_id};
+use crate::operations;
+use actix_web::middleware::{Logger, from_fn};
+use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
+use std::io;
+use std::net::TcpListener;
+use wpds_contract::validation::Contract;
+
+/// The access-log line: client, request line, status, bytes, milliseconds, trace id.
+const ACCESS_LOG: &str = r#"%a "%r" %s %b %Dms request_id=%{x-request-id}o"#;
+
+/// Starts serving on `listener`. The returned server runs until it is stopped or the
+/// process receives SIGTERM or SIGINT, when in-flight requests get
+/// [`ServeConfig::shutdown_grace`] to finish and new connections are refused.
+pub fn start(config: &ServeConfig, listener: TcpListener) -> io::Result<actix_web::dev::Server> {
+    let contract = web::Data::new(Contract::load().map_err(io::Error::other)?);
+    let service = web::Data::new(Service::new());
+    let mut server = HttpServer::new(move || {
+        App::new()
+            .app_data(contract.clone())
+            .app_data(service.clone())
+            .wrap(from_fn(request_id::middleware))
+            .wrap(Logger::new(ACCESS_LOG))
+            .configure(health::configure)
+            .configure(docs::configure)
+            .configure(operations::configure::<Service>)
+            .default_service(web::to(not_found))
+    })
+    .shutdown_timeout(config.shutdown_timeout);
+    if config.workers > 0 {
+        server = server.workers(config.workers);
+    }
+    Ok(server.listen(listener)?.run())
+}
+
+async fn not_found(req: HttpRequest) -> HttpResponse {
+    let detail = format!("There is no route {}.", req.path());
+    problem::respond(&req, ApiError::NotFound(detail))
+}
