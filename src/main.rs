@@ -27,10 +27,7 @@ fn main() -> ExitCode {
 }
 
 fn serve(config: ServeConfig) -> ExitCode {
-    env_logger::Builder::new()
-        .parse_filters(&config.log)
-        .format_timestamp_millis()
-        .init();
+    env_logger::Builder::new().parse_filters(&config.log).format_timestamp_millis().init();
     let listener = match TcpListener::bind(config.bind) {
         Ok(listener) => listener,
         Err(e) => {
@@ -38,10 +35,7 @@ fn serve(config: ServeConfig) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let address = listener
-        .local_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_default();
+    let address = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
     let outcome = actix_web::rt::System::new().block_on(async move {
         let server = wpds::server::start(&config, listener)?;
         log::info!("listening on http://{address} (Swagger UI at http://{address}/docs/)");

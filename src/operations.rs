@@ -49,10 +49,7 @@ pub struct Reply<T> {
 impl<T> Reply<T> {
     /// A reply with `body` and no extra headers.
     pub fn new(body: T) -> Self {
-        Reply {
-            body,
-            headers: Vec::new(),
-        }
+        Reply { body, headers: Vec::new() }
     }
 }
 

@@ -8,15 +8,9 @@ fn main() {
     println!("cargo::rerun-if-changed={}", yaml.display());
     let doc = wpds_codegen::load_document(&yaml);
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("set by cargo"));
-    write(
-        out.join("types.rs"),
-        wpds_codegen::types::generate(&doc, "crate::wire"),
-    );
+    write(out.join("types.rs"), wpds_codegen::types::generate(&doc, "crate::wire"));
     write(out.join("openapi.json"), pretty(&doc));
-    write(
-        out.join("openapi-3.0.json"),
-        pretty(&wpds_codegen::downgrade::downgrade_to_30(&doc)),
-    );
+    write(out.join("openapi-3.0.json"), pretty(&wpds_codegen::downgrade::downgrade_to_30(&doc)));
 }
 
 fn pretty(doc: &serde_json::Value) -> String {

@@ -46,20 +46,14 @@ impl Input {
 
     /// The body.
     pub fn body<T: DeserializeOwned>(&mut self) -> Result<T, ApiError> {
-        typed(
-            self.valid.body.take().unwrap_or_default(),
-            ProblemErrorIn::Body,
-        )
+        typed(self.valid.body.take().unwrap_or_default(), ProblemErrorIn::Body)
     }
 }
 
 /// Reads validated JSON into a generated type. The schema has already accepted the value,
 /// so a failure here means the generated type is narrower than the schema: it is still
 /// the client's value that cannot be taken, so it answers 400, never 500.
-fn typed<T: DeserializeOwned>(
-    value: serde_json::Value,
-    location: ProblemErrorIn,
-) -> Result<T, ApiError> {
+fn typed<T: DeserializeOwned>(value: serde_json::Value, location: ProblemErrorIn) -> Result<T, ApiError> {
     serde_json::from_value(value).map_err(|e| {
         log::warn!("a value the schema accepts does not fit the generated type: {e}");
         ApiError::Validation(vec![ProblemError::new(location, "", "type", e.to_string())])
@@ -78,9 +72,7 @@ where
     Fut: Future<Output = Result<Reply<T>, ApiError>>,
     T: Serialize,
 {
-    let outcome = AssertUnwindSafe(run(op, &req, payload, handler))
-        .catch_unwind()
-        .await;
+    let outcome = AssertUnwindSafe(run(op, &req, payload, handler)).catch_unwind().await;
     match outcome {
         Ok(Ok(response)) => response,
         Ok(Err(error)) => problem::respond(&req, error),
@@ -90,10 +82,7 @@ where
                 .map(|s| (*s).to_owned())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".to_owned());
-            problem::respond(
-                &req,
-                ApiError::Internal(format!("{} panicked: {what}", op.id)),
-            )
+            problem::respond(&req, ApiError::Internal(format!("{} panicked: {what}", op.id)))
         }
     }
 }
@@ -109,22 +98,15 @@ where
     Fut: Future<Output = Result<Reply<T>, ApiError>>,
     T: Serialize,
 {
-    let ctx = RequestContext {
-        request_id: request_id::of(req),
-    };
+    let ctx = RequestContext { request_id: request_id::of(req) };
     negotiate(req)?;
-    let body = if op.has_body {
-        Some(read_body(req, payload).await?)
-    } else {
-        None
-    };
+    let body = if op.has_body { Some(read_body(req, payload).await?) } else { None };
     let contract = req
         .app_data::<Data<Contract>>()
         .ok_or_else(|| ApiError::Internal("the contract is not registered".to_owned()))?;
     let path: Vec<(&str, &str)> = req.match_info().iter().collect();
-    let valid = contract
-        .validate(op.id, &path, req.query_string(), body.as_deref())
-        .map_err(ApiError::Validation)?;
+    let valid =
+        contract.validate(op.id, &path, req.query_string(), body.as_deref()).map_err(ApiError::Validation)?;
     let reply = handler(ctx, Input { valid }).await?;
     let status = StatusCode::from_u16(op.success_status)
         .map_err(|e| ApiError::Internal(format!("{}: bad success status: {e}", op.id)))?;
@@ -154,28 +136,20 @@ fn negotiate(req: &HttpRequest) -> Result<(), ApiError> {
                 || (mime.type_() == mime::APPLICATION
                     && (mime.subtype() == mime::STAR || mime.subtype() == mime::JSON)))
     });
-    if admits_json {
-        Ok(())
-    } else {
-        Err(ApiError::NotAcceptable)
-    }
+    if admits_json { Ok(()) } else { Err(ApiError::NotAcceptable) }
 }
 
 /// Reads the body up to [`BODY_LIMIT`]: 413 above it, 415 when a non-empty body is not
 /// declared as JSON (`application/json` or a `+json` type).
 async fn read_body(req: &HttpRequest, mut payload: Payload) -> Result<Bytes, ApiError> {
-    let declared_length = req
-        .headers()
-        .get(CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
+    let declared_length =
+        req.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     if declared_length.is_some_and(|len| len > BODY_LIMIT as u64) {
         return Err(ApiError::PayloadTooLarge(BODY_LIMIT));
     }
     let mime = req.mime_type().ok().flatten();
     let is_json = mime.as_ref().is_some_and(|m| {
-        m.type_() == mime::APPLICATION
-            && (m.subtype() == mime::JSON || m.suffix() == Some(mime::JSON))
+        m.type_() == mime::APPLICATION && (m.subtype() == mime::JSON || m.suffix() == Some(mime::JSON))
     });
     let has_content_type = req.headers().contains_key(CONTENT_TYPE);
     if has_content_type && !is_json {

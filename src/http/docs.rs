@@ -13,28 +13,19 @@ use wpds_contract::problem::problem_type;
 
 /// Registers the document routes, Swagger UI and the problem pages.
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route(
-        "/openapi.yaml",
-        web::get().to(|| serve("application/yaml", document::YAML)),
-    )
-    .route(
-        "/openapi.json",
-        web::get().to(|| serve("application/json", document::JSON)),
-    )
-    .route(
-        "/openapi-3.0.json",
-        web::get().to(|| serve("application/json", document::JSON_30)),
-    )
-    .route("/docs", web::get().to(redirect_to_docs))
-    .service(
-        SwaggerUi::new("/docs/{_:.*}").config(
-            Config::new(["/openapi.json"])
-                .try_it_out_enabled(true)
-                .persist_authorization(true)
-                .display_operation_id(true),
-        ),
-    )
-    .route("/problems/{code}", web::get().to(problem_page));
+    cfg.route("/openapi.yaml", web::get().to(|| serve("application/yaml", document::YAML)))
+        .route("/openapi.json", web::get().to(|| serve("application/json", document::JSON)))
+        .route("/openapi-3.0.json", web::get().to(|| serve("application/json", document::JSON_30)))
+        .route("/docs", web::get().to(redirect_to_docs))
+        .service(
+            SwaggerUi::new("/docs/{_:.*}").config(
+                Config::new(["/openapi.json"])
+                    .try_it_out_enabled(true)
+                    .persist_authorization(true)
+                    .display_operation_id(true),
+            ),
+        )
+        .route("/problems/{code}", web::get().to(problem_page));
 }
 
 async fn serve(content_type: &'static str, text: &'static str) -> HttpResponse {
@@ -45,18 +36,13 @@ async fn serve(content_type: &'static str, text: &'static str) -> HttpResponse {
 }
 
 async fn redirect_to_docs() -> HttpResponse {
-    HttpResponse::PermanentRedirect()
-        .insert_header((LOCATION, "/docs/"))
-        .finish()
+    HttpResponse::PermanentRedirect().insert_header((LOCATION, "/docs/")).finish()
 }
 
 /// A short HTML page describing one problem type.
 async fn problem_page(req: HttpRequest, code: web::Path<String>) -> HttpResponse {
     let Some(kind) = problem_type(&code) else {
-        return problem::respond(
-            &req,
-            ApiError::NotFound(format!("There is no problem type {code}.")),
-        );
+        return problem::respond(&req, ApiError::NotFound(format!("There is no problem type {code}.")));
     };
     let html = format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title></head>\n\
@@ -67,7 +53,5 @@ async fn problem_page(req: HttpRequest, code: web::Path<String>) -> HttpResponse
         code = kind.code,
         description = kind.description,
     );
-    HttpResponse::Ok()
-        .content_type("text/html; charset=utf-8")
-        .body(html)
+    HttpResponse::Ok().content_type("text/html; charset=utf-8").body(html)
 }

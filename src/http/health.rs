@@ -4,8 +4,7 @@ use actix_web::{HttpResponse, web};
 
 /// Registers the probes.
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/healthz", web::get().to(healthz))
-        .route("/readyz", web::get().to(readyz));
+    cfg.route("/healthz", web::get().to(healthz)).route("/readyz", web::get().to(readyz));
 }
 
 /// The process is up and serving HTTP.

@@ -29,42 +29,22 @@ pub fn respond(req: &HttpRequest, error: ApiError) -> HttpResponse {
             .with_errors(errors)
         }
         ApiError::Unauthenticated { detail, token_sent } => {
-            let challenge = if token_sent {
-                "Bearer error=\"invalid_token\""
-            } else {
-                "Bearer"
-            };
+            let challenge = if token_sent { "Bearer error=\"invalid_token\"" } else { "Bearer" };
             headers.push((WWW_AUTHENTICATE, challenge.to_owned()));
             Problem::of(code, detail)
         }
         ApiError::InvalidGrant => {
-            headers.push((
-                WWW_AUTHENTICATE,
-                "Bearer error=\"invalid_token\"".to_owned(),
-            ));
+            headers.push((WWW_AUTHENTICATE, "Bearer error=\"invalid_token\"".to_owned()));
             Problem::of(code, "The refresh token is not valid.")
         }
         ApiError::Forbidden(detail) | ApiError::NotFound(detail) => Problem::of(code, detail),
         ApiError::MethodNotAllowed(allow) => {
             headers.push((ALLOW, allow.join(", ")));
-            Problem::of(
-                code,
-                format!(
-                    "{} is not allowed here; allowed: {}.",
-                    req.method(),
-                    allow.join(", ")
-                ),
-            )
+            Problem::of(code, format!("{} is not allowed here; allowed: {}.", req.method(), allow.join(", ")))
         }
-        ApiError::NotAcceptable => {
-            Problem::of(code, "This operation answers application/json only.")
-        }
-        ApiError::PayloadTooLarge(limit) => {
-            Problem::of(code, format!("The body exceeds {limit} bytes."))
-        }
-        ApiError::UnsupportedMediaType => {
-            Problem::of(code, "The body must be sent as application/json.")
-        }
+        ApiError::NotAcceptable => Problem::of(code, "This operation answers application/json only."),
+        ApiError::PayloadTooLarge(limit) => Problem::of(code, format!("The body exceeds {limit} bytes.")),
+        ApiError::UnsupportedMediaType => Problem::of(code, "The body must be sent as application/json."),
         ApiError::Conflict(conflict) => {
             let mut problem = Problem::of(code, conflict.detail);
             problem.current_version = conflict.current_version;
@@ -77,36 +57,24 @@ pub fn respond(req: &HttpRequest, error: ApiError) -> HttpResponse {
             problem.errors = conflict.errors;
             problem
         }
-        ApiError::Unprocessable { detail, errors, .. } => {
-            Problem::of(code, detail).with_errors(errors)
-        }
+        ApiError::Unprocessable { detail, errors, .. } => Problem::of(code, detail).with_errors(errors),
         ApiError::RateLimited(seconds) => {
             headers.push((RETRY_AFTER, seconds.to_string()));
-            Problem::of(
-                code,
-                format!("Too many requests for this token; retry after {seconds} s."),
-            )
+            Problem::of(code, format!("Too many requests for this token; retry after {seconds} s."))
         }
         ApiError::NotImplemented => Problem::of(code, "This operation is not implemented yet."),
         ApiError::Unavailable(seconds) => {
             headers.push((RETRY_AFTER, seconds.to_string()));
-            Problem::of(
-                code,
-                format!("The database is not reachable; retry after {seconds} s."),
-            )
+            Problem::of(code, format!("The database is not reachable; retry after {seconds} s."))
         }
         ApiError::Internal(detail) => {
             log::error!("request {trace_id} failed: {detail}");
-            Problem::of(
-                code,
-                "An unexpected error occurred; quote the traceId when reporting it.",
-            )
+            Problem::of(code, "An unexpected error occurred; quote the traceId when reporting it.")
         }
     };
     problem.instance = req.path().to_owned();
     problem.trace_id = trace_id;
-    let status =
-        StatusCode::from_u16(problem.status as u16).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let status = StatusCode::from_u16(problem.status as u16).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = HttpResponse::build(status);
     response.insert_header((CONTENT_TYPE, PROBLEM_JSON));
     for header in headers {

@@ -17,17 +17,12 @@ pub struct RequestId(pub String);
 /// Whether an incoming id may be echoed: `^[A-Za-z0-9._:-]{1,128}$`.
 pub fn is_acceptable(id: &str) -> bool {
     (1..=128).contains(&id.len())
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'))
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'))
 }
 
 /// The trace id of `req` (minted by [`middleware`]; empty only outside it).
 pub fn of(req: &HttpRequest) -> String {
-    req.extensions()
-        .get::<RequestId>()
-        .map(|id| id.0.clone())
-        .unwrap_or_default()
+    req.extensions().get::<RequestId>().map(|id| id.0.clone()).unwrap_or_default()
 }
 
 /// Middleware: assigns the id before the request runs and sets the response header.

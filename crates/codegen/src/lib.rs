@@ -27,8 +27,8 @@ use std::path::Path;
 /// Panics with the file name and the parser's message when the file is unreadable or not
 /// valid YAML: a build script cannot continue without the contract.
 pub fn load_document(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let text =
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     parse_document(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -45,8 +45,7 @@ pub fn resolve<'a>(doc: &'a Value, reference: &str) -> &'a Value {
     let pointer = reference
         .strip_prefix('#')
         .unwrap_or_else(|| panic!("only local references are supported: {reference}"));
-    doc.pointer(pointer)
-        .unwrap_or_else(|| panic!("dangling reference {reference}"))
+    doc.pointer(pointer).unwrap_or_else(|| panic!("dangling reference {reference}"))
 }
 
 /// Follows `$ref` chains until a non-reference object is reached.

@@ -45,16 +45,12 @@ pub fn pascal_case(name: &str) -> String {
 
 fn escape_keyword(name: String) -> String {
     const KEYWORDS: &[&str] = &[
-        "as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum",
-        "extern", "false", "fn", "for", "gen", "if", "impl", "in", "let", "loop", "match", "mod",
-        "move", "mut", "pub", "ref", "return", "self", "static", "struct", "super", "trait",
-        "true", "type", "unsafe", "use", "where", "while", "yield",
+        "as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum", "extern",
+        "false", "fn", "for", "gen", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub",
+        "ref", "return", "self", "static", "struct", "super", "trait", "true", "type", "unsafe", "use",
+        "where", "while", "yield",
     ];
-    if KEYWORDS.contains(&name.as_str()) {
-        format!("r#{name}")
-    } else {
-        name
-    }
+    if KEYWORDS.contains(&name.as_str()) { format!("r#{name}") } else { name }
 }
 
 /// A Rust string literal for `text` (for `#[doc = ...]` and string constants).
@@ -76,10 +72,7 @@ mod tests {
 
     #[test]
     fn converts_values_to_pascal_case() {
-        assert_eq!(
-            pascal_case("skipped_already_in_sync"),
-            "SkippedAlreadyInSync"
-        );
+        assert_eq!(pascal_case("skipped_already_in_sync"), "SkippedAlreadyInSync");
         assert_eq!(pascal_case("modelNumber"), "ModelNumber");
         assert_eq!(pascal_case("Bearer"), "Bearer");
     }

@@ -22,9 +22,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 /// HTTP methods an OpenAPI path item may hold, in the order routes are registered.
-const METHODS: &[&str] = &[
-    "get", "put", "post", "delete", "options", "head", "patch", "trace",
-];
+const METHODS: &[&str] = &["get", "put", "post", "delete", "options", "head", "patch", "trace"];
 
 /// A path or query parameter of an operation.
 #[derive(Debug, Clone)]
@@ -80,13 +78,8 @@ pub struct OperationInfo {
 /// responses, or uses a body or response that is not a `$ref` to a component schema.
 pub fn collect(doc: &Value) -> Vec<OperationInfo> {
     let mut ops = Vec::new();
-    let paths = doc["paths"]
-        .as_object()
-        .expect("the document needs `paths`");
-    let global_security = doc
-        .get("security")
-        .and_then(Value::as_array)
-        .is_some_and(|s| !s.is_empty());
+    let paths = doc["paths"].as_object().expect("the document needs `paths`");
+    let global_security = doc.get("security").and_then(Value::as_array).is_some_and(|s| !s.is_empty());
     for (path, item) in paths {
         for method in METHODS {
             let Some(op) = item.get(*method) else {
@@ -104,12 +97,7 @@ pub fn collect(doc: &Value) -> Vec<OperationInfo> {
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
-                .chain(
-                    op.get("parameters")
-                        .and_then(Value::as_array)
-                        .into_iter()
-                        .flatten(),
-                );
+                .chain(op.get("parameters").and_then(Value::as_array).into_iter().flatten());
             for (index, raw) in params.enumerate() {
                 let p = deref(doc, raw);
                 let parameter = Parameter {
@@ -123,10 +111,7 @@ pub fn collect(doc: &Value) -> Vec<OperationInfo> {
                         .get("schema")
                         .cloned()
                         .unwrap_or_else(|| panic!("{id}: parameter without schema")),
-                    description: p
-                        .get("description")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned),
+                    description: p.get("description").and_then(Value::as_str).map(str::to_owned),
                     pointer: format!("{id}/parameters/{index}"),
                 };
                 match parameter.location.as_str() {
@@ -138,26 +123,17 @@ pub fn collect(doc: &Value) -> Vec<OperationInfo> {
             let body_type = op.get("requestBody").map(|body| {
                 let body = deref(doc, body);
                 let schema = &body["content"]["application/json"]["schema"];
-                let reference = schema["$ref"].as_str().unwrap_or_else(|| {
-                    panic!("{id}: the request body must be a $ref to a component schema")
-                });
+                let reference = schema["$ref"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("{id}: the request body must be a $ref to a component schema"));
                 ref_name(reference).to_owned()
             });
-            let responses = op["responses"]
-                .as_object()
-                .unwrap_or_else(|| panic!("{id}: no responses"));
+            let responses = op["responses"].as_object().unwrap_or_else(|| panic!("{id}: no responses"));
             let statuses: Vec<u16> = responses
                 .keys()
-                .map(|k| {
-                    k.parse()
-                        .unwrap_or_else(|_| panic!("{id}: response `{k}` is not a status code"))
-                })
+                .map(|k| k.parse().unwrap_or_else(|_| panic!("{id}: response `{k}` is not a status code")))
                 .collect();
-            let successes: Vec<u16> = statuses
-                .iter()
-                .copied()
-                .filter(|s| (200..300).contains(s))
-                .collect();
+            let successes: Vec<u16> = statuses.iter().copied().filter(|s| (200..300).contains(s)).collect();
             let [success_status] = successes[..] else {
                 panic!("{id}: exactly one 2xx response is supported, found {successes:?}")
             };
@@ -179,11 +155,7 @@ pub fn collect(doc: &Value) -> Vec<OperationInfo> {
                 type_prefix: pascal_case(&id),
                 method: method.to_uppercase(),
                 path: path.clone(),
-                summary: op
-                    .get("summary")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
+                summary: op.get("summary").and_then(Value::as_str).unwrap_or_default().to_owned(),
                 path_params,
                 query_params,
                 body_type,
@@ -202,10 +174,11 @@ pub fn collect(doc: &Value) -> Vec<OperationInfo> {
 /// `configure`, which registers every route.
 pub fn generate(doc: &Value) -> String {
     let ops = collect(doc);
-    let mut out =
-        String::from("// @generated from openapi/openapi.yaml by wpds-codegen. Do not edit.\n\n");
+    let mut out = String::from("// @generated from openapi/openapi.yaml by wpds-codegen. Do not edit.\n\n");
 
-    out.push_str("/// Every operation of the contract, in document order.\npub const OPERATIONS: &[Operation] = &[\n");
+    out.push_str(
+        "/// Every operation of the contract, in document order.\npub const OPERATIONS: &[Operation] = &[\n",
+    );
     for op in &ops {
         let _ = writeln!(
             out,
@@ -223,19 +196,14 @@ pub fn generate(doc: &Value) -> String {
     out.push_str("];\n\n");
 
     out.push_str("/// The operations of the contract: one method per `operationId`.\n///\n");
-    out.push_str(
-        "/// The server's handlers implement this trait; the routes call it after the request\n",
-    );
+    out.push_str("/// The server's handlers implement this trait; the routes call it after the request\n");
     out.push_str("/// has been authenticated and validated against the document.\n");
     out.push_str("pub trait Operations: Send + Sync + 'static {\n");
     for op in &ops {
         let _ = writeln!(
             out,
             "    #[doc = {}]",
-            literal(&format!(
-                "`{}` — `{} {}`: {}",
-                op.id, op.method, op.path, op.summary
-            ))
+            literal(&format!("`{}` — `{} {}`: {}", op.id, op.method, op.path, op.summary))
         );
         let _ = writeln!(
             out,
@@ -263,11 +231,7 @@ pub fn generate(doc: &Value) -> String {
             "async fn {name}<S: Operations>(svc: actix_web::web::Data<S>, req: actix_web::HttpRequest, payload: actix_web::web::Payload) -> actix_web::HttpResponse {{\n    \
              dispatch(&OPERATIONS[{index}], req, payload, move |ctx, {input}| async move {{ {extract}svc.{name}(ctx{args}).await }}).await\n}}\n",
             name = op.method_name,
-            input = if op.body_type.is_some() {
-                "mut input"
-            } else {
-                "input"
-            },
+            input = if op.body_type.is_some() { "mut input" } else { "input" },
             args = arguments(op, false),
         );
     }
@@ -276,17 +240,11 @@ pub fn generate(doc: &Value) -> String {
     for op in &ops {
         by_path.entry(op.path.as_str()).or_default().push(op);
     }
-    out.push_str(
-        "/// Registers every operation's route; other methods on a known path answer 405.\n",
-    );
+    out.push_str("/// Registers every operation's route; other methods on a known path answer 405.\n");
     out.push_str("pub fn configure<S: Operations>(cfg: &mut actix_web::web::ServiceConfig) {\n");
     for (path, path_ops) in by_path {
         let allow: Vec<&str> = path_ops.iter().map(|op| op.method.as_str()).collect();
-        let _ = write!(
-            out,
-            "    cfg.service(actix_web::web::resource({})",
-            literal(path)
-        );
+        let _ = write!(out, "    cfg.service(actix_web::web::resource({})", literal(path));
         for op in path_ops {
             let _ = write!(
                 out,
@@ -308,25 +266,13 @@ fn arguments(op: &OperationInfo, with_types: bool) -> String {
     let mut args = String::new();
     let prefix = &op.type_prefix;
     if !op.path_params.is_empty() {
-        args.push_str(&if with_types {
-            format!(", path: {prefix}Path")
-        } else {
-            ", path".to_owned()
-        });
+        args.push_str(&if with_types { format!(", path: {prefix}Path") } else { ", path".to_owned() });
     }
     if !op.query_params.is_empty() {
-        args.push_str(&if with_types {
-            format!(", query: {prefix}Query")
-        } else {
-            ", query".to_owned()
-        });
+        args.push_str(&if with_types { format!(", query: {prefix}Query") } else { ", query".to_owned() });
     }
     if let Some(body) = &op.body_type {
-        args.push_str(&if with_types {
-            format!(", body: {body}")
-        } else {
-            ", body".to_owned()
-        });
+        args.push_str(&if with_types { format!(", body: {body}") } else { ", body".to_owned() });
     }
     args
 }

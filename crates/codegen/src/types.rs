@@ -22,19 +22,10 @@ use std::fmt::Write;
 /// Generates the Rust source of every component schema and every operation's parameter
 /// structs. `wire` is the path of the module holding the `saturating_i64` helpers.
 pub fn generate(doc: &Value, wire: &str) -> String {
-    let mut generator = Generator {
-        doc,
-        wire: wire.to_owned(),
-        out: String::new(),
-        defined: BTreeSet::new(),
-    };
-    generator
-        .out
-        .push_str("// @generated from openapi/openapi.yaml by wpds-codegen. Do not edit.\n\n");
-    if let Some(schemas) = doc
-        .pointer("/components/schemas")
-        .and_then(Value::as_object)
-    {
+    let mut generator =
+        Generator { doc, wire: wire.to_owned(), out: String::new(), defined: BTreeSet::new() };
+    generator.out.push_str("// @generated from openapi/openapi.yaml by wpds-codegen. Do not edit.\n\n");
+    if let Some(schemas) = doc.pointer("/components/schemas").and_then(Value::as_object) {
         for (name, schema) in schemas {
             generator.component(name, schema, &format!("/components/schemas/{name}"));
         }
@@ -59,11 +50,7 @@ fn schema_type(schema: &Value) -> (Option<&str>, bool) {
         Some(Value::String(t)) => (Some(t.as_str()), false),
         Some(Value::Array(types)) => {
             let nullable = types.iter().any(|t| t == "null");
-            let others: Vec<&str> = types
-                .iter()
-                .filter_map(Value::as_str)
-                .filter(|t| *t != "null")
-                .collect();
+            let others: Vec<&str> = types.iter().filter_map(Value::as_str).filter(|t| *t != "null").collect();
             match others.as_slice() {
                 [one] => (Some(one), nullable),
                 [] => (None, nullable),
@@ -108,9 +95,8 @@ impl Generator<'_> {
             Some("number") => "f64".to_owned(),
             Some("boolean") => "bool".to_owned(),
             Some("array") => {
-                let items = schema
-                    .get("items")
-                    .unwrap_or_else(|| panic!("{pointer}: an array schema needs `items`"));
+                let items =
+                    schema.get("items").unwrap_or_else(|| panic!("{pointer}: an array schema needs `items`"));
                 let item = self.type_of(items, &format!("{name}Item"), &format!("{pointer}/items"));
                 format!("Vec<{item}>")
             }
@@ -119,19 +105,12 @@ impl Generator<'_> {
                 name.to_owned()
             }
             Some("object") => "serde_json::Map<String, serde_json::Value>".to_owned(),
-            None if schema
-                .as_object()
-                .is_some_and(|o| o.keys().all(|k| k == "description")) =>
-            {
+            None if schema.as_object().is_some_and(|o| o.keys().all(|k| k == "description")) => {
                 "serde_json::Value".to_owned()
             }
             other => panic!("{pointer}: unsupported schema type {other:?}"),
         };
-        if nullable {
-            format!("Option<{inner}>")
-        } else {
-            inner
-        }
+        if nullable { format!("Option<{inner}>") } else { inner }
     }
 
     fn string_enum(&mut self, name: &str, schema: &Value, pointer: &str) {
@@ -142,21 +121,15 @@ impl Generator<'_> {
             .as_array()
             .unwrap_or_else(|| panic!("{pointer}: `enum` must be an array"))
             .iter()
-            .map(|v| {
-                v.as_str()
-                    .unwrap_or_else(|| panic!("{pointer}: string enum with a non-string value"))
-            })
+            .map(|v| v.as_str().unwrap_or_else(|| panic!("{pointer}: string enum with a non-string value")))
             .collect();
         let mut code = doc_attr(schema, "");
-        code.push_str("#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]\n");
+        code.push_str(
+            "#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]\n",
+        );
         let _ = writeln!(code, "pub enum {name} {{");
         for value in &values {
-            let _ = writeln!(
-                code,
-                "    #[serde(rename = {})]\n    {},",
-                literal(value),
-                pascal_case(value)
-            );
+            let _ = writeln!(code, "    #[serde(rename = {})]\n    {},", literal(value), pascal_case(value));
         }
         code.push_str("}\n\n");
         let _ = writeln!(code, "impl {name} {{");
@@ -164,20 +137,11 @@ impl Generator<'_> {
         let _ = writeln!(
             code,
             "    pub const ALL: &'static [Self] = &[{}];",
-            values
-                .iter()
-                .map(|v| format!("Self::{}", pascal_case(v)))
-                .collect::<Vec<_>>()
-                .join(", ")
+            values.iter().map(|v| format!("Self::{}", pascal_case(v))).collect::<Vec<_>>().join(", ")
         );
         code.push_str("    /// The value as it appears on the wire.\n    pub const fn as_str(self) -> &'static str {\n        match self {\n");
         for value in &values {
-            let _ = writeln!(
-                code,
-                "            Self::{} => {},",
-                pascal_case(value),
-                literal(value)
-            );
+            let _ = writeln!(code, "            Self::{} => {},", pascal_case(value), literal(value));
         }
         code.push_str("        }\n    }\n}\n\n");
         let _ = writeln!(
@@ -203,31 +167,21 @@ impl Generator<'_> {
         let mut fields = String::new();
         for (prop, prop_schema) in properties {
             let field_pointer = format!("{pointer}/properties/{prop}");
-            let ty = self.type_of(
-                prop_schema,
-                &format!("{name}{}", pascal_case(prop)),
-                &field_pointer,
-            );
+            let ty = self.type_of(prop_schema, &format!("{name}{}", pascal_case(prop)), &field_pointer);
             let target = deref(self.doc, prop_schema);
             let is_integer = schema_type(target).0 == Some("integer");
             fields.push_str(&doc_attr(prop_schema, "    "));
             let mut serde_attrs = vec![format!("rename = {}", literal(prop))];
             let field_ty = if required.contains(prop.as_str()) {
                 if is_integer && ty == "i64" {
-                    serde_attrs.push(format!(
-                        "deserialize_with = \"{}::saturating_i64\"",
-                        self.wire
-                    ));
+                    serde_attrs.push(format!("deserialize_with = \"{}::saturating_i64\"", self.wire));
                 }
                 ty
             } else {
                 serde_attrs.push("default".to_owned());
                 serde_attrs.push("skip_serializing_if = \"Option::is_none\"".to_owned());
                 if is_integer && ty == "i64" {
-                    serde_attrs.push(format!(
-                        "deserialize_with = \"{}::saturating_i64_opt\"",
-                        self.wire
-                    ));
+                    serde_attrs.push(format!("deserialize_with = \"{}::saturating_i64_opt\"", self.wire));
                 }
                 if ty.starts_with("Option<") {
                     // Optional and nullable: `None` is absent, `Some(None)` is `null`.
@@ -259,11 +213,8 @@ impl Generator<'_> {
         let name = format!("{prefix}{kind}");
         let mut fields = String::new();
         for param in params {
-            let ty = self.type_of(
-                &param.schema,
-                &format!("{prefix}{}", pascal_case(&param.name)),
-                &param.pointer,
-            );
+            let ty =
+                self.type_of(&param.schema, &format!("{prefix}{}", pascal_case(&param.name)), &param.pointer);
             if let Some(description) = &param.description {
                 let _ = writeln!(fields, "    #[doc = {}]", literal(description));
             }
@@ -274,10 +225,7 @@ impl Generator<'_> {
                 attrs.push("default".to_owned());
                 attrs.push("skip_serializing_if = \"Option::is_none\"".to_owned());
                 if ty == "i64" {
-                    attrs.push(format!(
-                        "deserialize_with = \"{}::saturating_i64_opt\"",
-                        self.wire
-                    ));
+                    attrs.push(format!("deserialize_with = \"{}::saturating_i64_opt\"", self.wire));
                 }
                 format!("Option<{ty}>")
             };
@@ -291,11 +239,7 @@ impl Generator<'_> {
         let _ = write!(
             self.out,
             "#[doc = {}]\n#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]\n#[serde(deny_unknown_fields)]\npub struct {name} {{\n{fields}}}\n\n",
-            literal(&format!(
-                "The {} parameters of `{}`.",
-                kind.to_lowercase(),
-                prefix
-            )),
+            literal(&format!("The {} parameters of `{}`.", kind.to_lowercase(), prefix)),
         );
         self.defined.insert(name);
     }

@@ -15,6 +15,7 @@
 
 pub mod document;
 pub mod problem;
+pub mod responses;
 pub mod validation;
 pub mod wire;
 

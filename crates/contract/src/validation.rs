@@ -64,8 +64,8 @@ impl Contract {
         let components = doc.get("components").cloned().unwrap_or(Value::Null);
         let mut operations = HashMap::new();
         for op in wpds_codegen::operations::collect(doc) {
-            let validator = OperationValidator::compile(doc, &components, &op)
-                .map_err(|e| format!("{}: {e}", op.id))?;
+            let validator =
+                OperationValidator::compile(doc, &components, &op).map_err(|e| format!("{}: {e}", op.id))?;
             operations.insert(op.id.clone(), validator);
         }
         Ok(Contract { operations })
@@ -84,16 +84,12 @@ impl Contract {
         query: &str,
         body: Option<&[u8]>,
     ) -> Result<ValidRequest, Vec<ProblemError>> {
-        let op = self
-            .operations
-            .get(operation_id)
-            .unwrap_or_else(|| panic!("unknown operation {operation_id}"));
+        let op =
+            self.operations.get(operation_id).unwrap_or_else(|| panic!("unknown operation {operation_id}"));
         let mut errors = Vec::new();
 
         let path_value = Value::Object(
-            path.iter()
-                .map(|(k, v)| ((*k).to_owned(), Value::String((*v).to_owned())))
-                .collect(),
+            path.iter().map(|(k, v)| ((*k).to_owned(), Value::String((*v).to_owned()))).collect(),
         );
         collect_errors(&op.path, &path_value, ProblemErrorIn::Path, &mut errors);
 
@@ -131,11 +127,7 @@ impl Contract {
         };
 
         if errors.is_empty() {
-            Ok(ValidRequest {
-                path: path_value,
-                query: query_value,
-                body: body_value,
-            })
+            Ok(ValidRequest { path: path_value, query: query_value, body: body_value })
         } else {
             Err(errors)
         }
@@ -149,40 +141,22 @@ impl OperationValidator {
         let query_kinds = op
             .query_params
             .iter()
-            .map(|p| {
-                (
-                    p.name.clone(),
-                    scalar_kind(wpds_codegen::deref(doc, &p.schema)),
-                )
-            })
+            .map(|p| (p.name.clone(), scalar_kind(wpds_codegen::deref(doc, &p.schema))))
             .collect();
         let body = match &op.body_type {
-            Some(name) => Some(compile(
-                &json!({ "$ref": format!("#/components/schemas/{name}") }),
-                components,
-            )?),
+            Some(name) => {
+                Some(compile(&json!({ "$ref": format!("#/components/schemas/{name}") }), components)?)
+            }
             None => None,
         };
-        Ok(OperationValidator {
-            path,
-            query,
-            query_kinds,
-            body,
-        })
+        Ok(OperationValidator { path, query, query_kinds, body })
     }
 }
 
 /// A closed object schema whose properties are the parameters' schemas.
 fn parameters_schema(params: &[Parameter]) -> Value {
-    let properties: Map<String, Value> = params
-        .iter()
-        .map(|p| (p.name.clone(), p.schema.clone()))
-        .collect();
-    let required: Vec<&str> = params
-        .iter()
-        .filter(|p| p.required)
-        .map(|p| p.name.as_str())
-        .collect();
+    let properties: Map<String, Value> = params.iter().map(|p| (p.name.clone(), p.schema.clone())).collect();
+    let required: Vec<&str> = params.iter().filter(|p| p.required).map(|p| p.name.as_str()).collect();
     json!({
         "type": "object",
         "properties": properties,
@@ -192,7 +166,7 @@ fn parameters_schema(params: &[Parameter]) -> Value {
 }
 
 /// Compiles `schema` with the document's components beside it, formats checked.
-fn compile(schema: &Value, components: &Value) -> Result<Validator, String> {
+pub(crate) fn compile(schema: &Value, components: &Value) -> Result<Validator, String> {
     let mut root = schema.clone();
     if let Value::Object(map) = &mut root {
         map.insert("components".to_owned(), components.clone());
@@ -235,11 +209,9 @@ fn parse_query(query: &str, kinds: &HashMap<String, ScalarKind>) -> Value {
 fn read_scalar(raw: &str, kind: ScalarKind) -> Value {
     let parsed = match kind {
         ScalarKind::Integer => raw.parse::<i64>().ok().map(Value::from),
-        ScalarKind::Number => raw
-            .parse::<f64>()
-            .ok()
-            .and_then(serde_json::Number::from_f64)
-            .map(Value::Number),
+        ScalarKind::Number => {
+            raw.parse::<f64>().ok().and_then(serde_json::Number::from_f64).map(Value::Number)
+        }
         ScalarKind::Boolean => match raw {
             "true" => Some(Value::Bool(true)),
             "false" => Some(Value::Bool(false)),
@@ -268,24 +240,14 @@ fn push_error(error: &ValidationError<'_>, location: ProblemErrorIn, out: &mut V
     let keyword = error.kind().keyword().to_owned();
     let named: Vec<String> = match error.kind() {
         ValidationErrorKind::Required { property } => {
-            vec![
-                property
-                    .as_str()
-                    .map(str::to_owned)
-                    .unwrap_or_else(|| property.to_string()),
-            ]
+            vec![property.as_str().map(str::to_owned).unwrap_or_else(|| property.to_string())]
         }
         ValidationErrorKind::AdditionalProperties { unexpected } => unexpected.clone(),
         _ => Vec::new(),
     };
     if named.is_empty() {
         let pointer = pointer_for(location, &base);
-        out.push(ProblemError::new(
-            location,
-            pointer,
-            keyword,
-            message(error),
-        ));
+        out.push(ProblemError::new(location, pointer, keyword, message(error)));
         return;
     }
     for name in named {
@@ -324,9 +286,6 @@ fn message(error: &ValidationError<'_>) -> String {
     if text.len() <= MAX_MESSAGE {
         return text;
     }
-    let cut = (0..=MAX_MESSAGE)
-        .rev()
-        .find(|i| text.is_char_boundary(*i))
-        .unwrap_or(0);
+    let cut = (0..=MAX_MESSAGE).rev().find(|i| text.is_char_boundary(*i)).unwrap_or(0);
     format!("{}…", &text[..cut])
 }

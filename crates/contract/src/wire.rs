@@ -34,9 +34,7 @@ pub fn saturating_i64<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i64,
 }
 
 /// [`saturating_i64`] for an optional property.
-pub fn saturating_i64_opt<'de, D: Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<i64>, D::Error> {
+pub fn saturating_i64_opt<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<i64>, D::Error> {
     saturating_i64(deserializer).map(Some)
 }
 

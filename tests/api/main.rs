@@ -1,0 +1,8 @@
+//! Black-box tests of the running server: each test starts the real application on a
+//! random port and talks HTTP to it. Every response any test receives is checked against
+//! the document (declared status, media type and schema) by `support`.
+
+mod documents;
+mod http_errors;
+mod request_validation;
+mod support;
