@@ -1,0 +1,249 @@
+//! Logins, access and refresh tokens, memberships and the audit log.
+//!
+//! Tokens are opaque random strings of 256 bits (`at_…` access, `rt_…` refresh); only
+//! their SHA-256 hashes are stored. A login is one chain of token pairs: refreshing spends
+//! the refresh token and issues a new pair on the same login; presenting a spent refresh
+//! token again revokes the whole login (reuse detection).
+
+use crate::clock::now_millis;
+use crate::db::DbConn;
+use crate::error::StoreError;
+use crate::schema::{audit_log, logins, memberships, tokens, users};
+use crate::{db_run, db_write};
+use base64::Engine as _;
+use diesel::prelude::*;
+use sha2::{Digest, Sha256};
+use std::time::Duration;
+
+/// Token lifetimes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokenLifetimes {
+    /// Access tokens (15 minutes by default).
+    pub access: Duration,
+    /// Refresh tokens (30 days by default).
+    pub refresh: Duration,
+}
+
+impl Default for TokenLifetimes {
+    fn default() -> Self {
+        TokenLifetimes { access: Duration::from_secs(15 * 60), refresh: Duration::from_secs(30 * 24 * 3600) }
+    }
+}
+
+/// A freshly issued pair, in clear text: shown once, never stored.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IssuedPair {
+    /// The access token.
+    pub access_token: String,
+    /// The refresh token.
+    pub refresh_token: String,
+    /// Always `Bearer`.
+    pub token_type: &'static str,
+    /// Seconds until the access token expires.
+    pub expires_in: i64,
+    /// Seconds until the refresh token expires.
+    pub refresh_expires_in: i64,
+}
+
+/// Who a valid access token belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    /// The user.
+    pub user_id: i64,
+    /// Whether the user is a platform administrator.
+    pub is_platform_admin: bool,
+    /// When the access token expires (ms since the epoch).
+    pub expires_at: i64,
+}
+
+/// Why a refresh was refused; every reason answers the same `invalid_grant`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefreshRefusal {
+    /// No such refresh token.
+    Unknown,
+    /// Past its lifetime.
+    Expired,
+    /// Its login was revoked.
+    Revoked,
+    /// Spent before: the whole login has now been revoked.
+    Reused,
+}
+
+const ACCESS: &str = "access";
+const REFRESH: &str = "refresh";
+
+/// SHA-256 of a token, hex: the only form stored.
+pub fn hash_token(token: &str) -> String {
+    let digest = Sha256::digest(token.as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn mint(prefix: &str) -> String {
+    let bytes: [u8; 32] = rand::random();
+    format!("{prefix}{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
+}
+
+/// Starts a login for `user_id` and issues its first pair (`wpds token issue`).
+pub fn issue(conn: &mut DbConn, user_id: i64, lifetimes: TokenLifetimes) -> Result<IssuedPair, StoreError> {
+    db_write!(conn => {
+        let exists: i64 = users::table.filter(users::id.eq(user_id)).count().get_result(conn)?;
+        if exists == 0 {
+            return Err(StoreError::NotFound(format!("user {user_id}")));
+        }
+        let now = now_millis();
+        let login: i64 = diesel::insert_into(logins::table)
+            .values((logins::user_id.eq(user_id), logins::created_at.eq(now)))
+            .returning(logins::id)
+            .get_result(conn)?;
+        let pair = new_pair(lifetimes);
+        for (kind, token, ttl) in [(ACCESS, &pair.access_token, lifetimes.access), (REFRESH, &pair.refresh_token, lifetimes.refresh)] {
+            diesel::insert_into(tokens::table)
+                .values((
+                    tokens::login_id.eq(login),
+                    tokens::kind.eq(kind),
+                    tokens::token_hash.eq(hash_token(token)),
+                    tokens::expires_at.eq(now + ttl.as_millis() as i64),
+                    tokens::created_at.eq(now),
+                ))
+                .execute(conn)?;
+        }
+        Ok(pair)
+    })
+}
+
+fn new_pair(lifetimes: TokenLifetimes) -> IssuedPair {
+    IssuedPair {
+        access_token: mint("at_"),
+        refresh_token: mint("rt_"),
+        token_type: "Bearer",
+        expires_in: lifetimes.access.as_secs() as i64,
+        refresh_expires_in: lifetimes.refresh.as_secs() as i64,
+    }
+}
+
+/// The caller an access token stands for, if it is known, unexpired and its login is not
+/// revoked.
+pub fn authenticate(conn: &mut DbConn, access_token: &str) -> Result<Option<Caller>, StoreError> {
+    let hash = hash_token(access_token);
+    let now = now_millis();
+    let found: Option<(i64, bool, i64)> = db_run!(conn => tokens::table
+        .inner_join(logins::table)
+        .inner_join(users::table.on(users::id.eq(logins::user_id)))
+        .filter(tokens::token_hash.eq(&hash))
+        .filter(tokens::kind.eq(ACCESS))
+        .filter(tokens::expires_at.gt(now))
+        .filter(logins::revoked_at.is_null())
+        .select((users::id, users::is_platform_admin, tokens::expires_at))
+        .first(conn)
+        .optional())?;
+    Ok(found.map(|(user_id, is_platform_admin, expires_at)| Caller { user_id, is_platform_admin, expires_at }))
+}
+
+/// Spends `refresh_token` and issues the next pair on the same login.
+///
+/// A spent token presented again revokes the login in the same transaction (which then
+/// commits) and is refused like any other unusable token.
+pub fn refresh(
+    conn: &mut DbConn,
+    refresh_token: &str,
+    lifetimes: TokenLifetimes,
+) -> Result<Result<IssuedPair, RefreshRefusal>, StoreError> {
+    let hash = hash_token(refresh_token);
+    db_write!(conn => {
+        let now = now_millis();
+        let found: Option<(i64, i64, i64, Option<i64>, Option<i64>)> = tokens::table
+            .inner_join(logins::table)
+            .filter(tokens::token_hash.eq(&hash))
+            .filter(tokens::kind.eq(REFRESH))
+            .select((tokens::id, tokens::login_id, tokens::expires_at, tokens::spent_at, logins::revoked_at))
+            .first(conn)
+            .optional()?;
+        let Some((token_id, login, expires_at, spent_at, revoked_at)) = found else {
+            return Ok(Err(RefreshRefusal::Unknown));
+        };
+        if revoked_at.is_some() {
+            return Ok(Err(RefreshRefusal::Revoked));
+        }
+        if spent_at.is_none() && expires_at <= now {
+            return Ok(Err(RefreshRefusal::Expired));
+        }
+        // Spend it; zero rows means it was spent before (or by a concurrent refresh).
+        let spent_now = diesel::update(tokens::table.filter(tokens::id.eq(token_id)).filter(tokens::spent_at.is_null()))
+            .set(tokens::spent_at.eq(now))
+            .execute(conn)?;
+        if spent_now == 0 {
+            diesel::update(logins::table.filter(logins::id.eq(login)))
+                .set(logins::revoked_at.eq(now))
+                .execute(conn)?;
+            return Ok(Err(RefreshRefusal::Reused));
+        }
+        let pair = new_pair(lifetimes);
+        for (kind, token, ttl) in [(ACCESS, &pair.access_token, lifetimes.access), (REFRESH, &pair.refresh_token, lifetimes.refresh)] {
+            diesel::insert_into(tokens::table)
+                .values((
+                    tokens::login_id.eq(login),
+                    tokens::kind.eq(kind),
+                    tokens::token_hash.eq(hash_token(token)),
+                    tokens::expires_at.eq(now + ttl.as_millis() as i64),
+                    tokens::created_at.eq(now),
+                ))
+                .execute(conn)?;
+        }
+        Ok(Ok(pair))
+    })
+}
+
+/// Whether `user_id` is a member of workspace `workspace_id`.
+pub fn is_member(conn: &mut DbConn, workspace_id: i64, user_id: i64) -> Result<bool, StoreError> {
+    let count: i64 = db_run!(conn => memberships::table
+        .filter(memberships::workspace_id.eq(workspace_id))
+        .filter(memberships::user_id.eq(user_id))
+        .count()
+        .get_result(conn))?;
+    Ok(count > 0)
+}
+
+/// One administrative action, for the audit log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditEntry<'a> {
+    /// Who acted.
+    pub actor_user_id: i64,
+    /// What was done (`retire_global_company`, …).
+    pub action: &'a str,
+    /// What it was done to (`global_company:204`).
+    pub target: String,
+    /// The reason given.
+    pub reason: &'a str,
+    /// Anything else worth keeping, as JSON.
+    pub detail: serde_json::Value,
+}
+
+/// Writing the audit log on a connection already inside the caller's transaction, so the
+/// entry commits or rolls back with the action it records.
+pub trait AuditLog {
+    /// Appends `entry`.
+    fn record_audit(&mut self, entry: &AuditEntry<'_>) -> Result<(), StoreError>;
+}
+
+macro_rules! impl_audit_log {
+    ($($connection:ty),*) => {$(
+        impl AuditLog for $connection {
+            fn record_audit(&mut self, entry: &AuditEntry<'_>) -> Result<(), StoreError> {
+                diesel::insert_into(audit_log::table)
+                    .values((
+                        audit_log::actor_user_id.eq(entry.actor_user_id),
+                        audit_log::action.eq(entry.action),
+                        audit_log::target.eq(entry.target.as_str()),
+                        audit_log::reason.eq(entry.reason),
+                        audit_log::detail.eq(entry.detail.to_string()),
+                        audit_log::created_at.eq(now_millis()),
+                    ))
+                    .execute(self)?;
+                Ok(())
+            }
+        }
+    )*};
+}
+
+impl_audit_log!(diesel::sqlite::SqliteConnection, diesel::pg::PgConnection);

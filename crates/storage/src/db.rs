@@ -1,0 +1,207 @@
+//! The database: engine chosen from the URL, an r2d2 pool, embedded migrations.
+//!
+//! `sqlite://PATH` (or a bare path) opens the embedded SQLite engine: bundled, WAL,
+//! `busy_timeout` set before `journal_mode`, foreign keys on, `synchronous = NORMAL`.
+//! `postgres://…` (or `postgresql://…`) opens PostgreSQL. Before the pool is built one
+//! connection is made directly, so a bad URL or an unreachable server is reported with
+//! its real cause at once instead of after r2d2's retries.
+
+use crate::error::StoreError;
+use diesel::connection::SimpleConnection;
+use diesel::pg::PgConnection;
+use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool, PooledConnection};
+use diesel::sqlite::SqliteConnection;
+use diesel::Connection;
+use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
+use std::time::Duration;
+
+const SQLITE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations/sqlite");
+const POSTGRES_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations/postgres");
+
+/// The two engines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    /// The embedded default.
+    Sqlite,
+    /// For deployments with several server instances sharing one database.
+    Postgres,
+}
+
+/// How to reach the database.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DbConfig {
+    /// `sqlite://PATH`, a bare path, or `postgres://…`.
+    pub url: String,
+    /// Connections in the pool.
+    pub pool_size: u32,
+    /// How long a request waits for a connection (and a new connection for the server)
+    /// before the database counts as unavailable.
+    pub timeout: Duration,
+}
+
+impl DbConfig {
+    /// The engine `url` names.
+    pub fn engine(&self) -> Engine {
+        if self.url.starts_with("postgres://") || self.url.starts_with("postgresql://") {
+            Engine::Postgres
+        } else {
+            Engine::Sqlite
+        }
+    }
+
+    /// The SQLite file path of a `sqlite://PATH` or bare-path URL.
+    fn sqlite_path(&self) -> &str {
+        self.url.strip_prefix("sqlite://").or_else(|| self.url.strip_prefix("sqlite:")).unwrap_or(&self.url)
+    }
+}
+
+enum Pools {
+    Sqlite(Pool<ConnectionManager<SqliteConnection>>),
+    Postgres(Pool<ConnectionManager<PgConnection>>),
+}
+
+/// A pooled connection of either engine; use it through [`crate::db_run!`] or
+/// [`crate::db_write!`].
+pub enum DbConn {
+    /// SQLite.
+    Sqlite(PooledConnection<ConnectionManager<SqliteConnection>>),
+    /// PostgreSQL.
+    Postgres(PooledConnection<ConnectionManager<PgConnection>>),
+}
+
+/// The database behind the service.
+pub struct Database {
+    pools: Pools,
+    engine: Engine,
+}
+
+/// Runs `$body` with `$conn` (a `&mut DbConn`) rebound to the concrete connection of the
+/// engine in use. The body is compiled once per engine.
+#[macro_export]
+macro_rules! db_run {
+    ($conn:ident => $body:expr) => {
+        match $conn {
+            $crate::db::DbConn::Sqlite($conn) => {
+                let $conn: &mut ::diesel::sqlite::SqliteConnection = &mut *$conn;
+                $body
+            }
+            $crate::db::DbConn::Postgres($conn) => {
+                let $conn: &mut ::diesel::pg::PgConnection = &mut *$conn;
+                $body
+            }
+        }
+    };
+}
+
+/// Runs `$body` in a write transaction (`BEGIN IMMEDIATE` on SQLite, so the writer lock is
+/// taken up front and waits `busy_timeout` instead of failing half-way). `$body` returns
+/// `Result<_, StoreError>`; an `Err` rolls back.
+#[macro_export]
+macro_rules! db_write {
+    ($conn:ident => $body:expr) => {
+        match $conn {
+            $crate::db::DbConn::Sqlite(pooled) => {
+                let concrete: &mut ::diesel::sqlite::SqliteConnection = &mut *pooled;
+                concrete.immediate_transaction(|$conn: &mut ::diesel::sqlite::SqliteConnection| $body)
+            }
+            $crate::db::DbConn::Postgres(pooled) => {
+                let concrete: &mut ::diesel::pg::PgConnection = &mut *pooled;
+                concrete.transaction(|$conn: &mut ::diesel::pg::PgConnection| $body)
+            }
+        }
+    };
+}
+
+#[derive(Debug)]
+struct SqlitePragmas {
+    busy_timeout: Duration,
+}
+
+impl CustomizeConnection<SqliteConnection, diesel::r2d2::Error> for SqlitePragmas {
+    fn on_acquire(&self, conn: &mut SqliteConnection) -> Result<(), diesel::r2d2::Error> {
+        apply_sqlite_pragmas(conn, self.busy_timeout).map_err(diesel::r2d2::Error::QueryError)
+    }
+}
+
+/// `busy_timeout` first: switching to WAL itself needs the lock.
+fn apply_sqlite_pragmas(conn: &mut SqliteConnection, busy: Duration) -> diesel::QueryResult<()> {
+    conn.batch_execute(&format!(
+        "PRAGMA busy_timeout = {}; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;",
+        busy.as_millis()
+    ))
+}
+
+impl Database {
+    /// Connects (reporting the real cause of a failure), builds the pool and applies any
+    /// pending migrations.
+    pub fn open(config: &DbConfig) -> Result<Self, StoreError> {
+        let database = Self::connect(config)?;
+        database.migrate()?;
+        Ok(database)
+    }
+
+    /// Connects and builds the pool without migrating.
+    pub fn connect(config: &DbConfig) -> Result<Self, StoreError> {
+        let engine = config.engine();
+        let pools = match engine {
+            Engine::Sqlite => {
+                let path = config.sqlite_path();
+                let mut probe = SqliteConnection::establish(path)
+                    .map_err(|e| StoreError::Unavailable(format!("cannot open SQLite database {path}: {e}")))?;
+                apply_sqlite_pragmas(&mut probe, config.timeout)
+                    .map_err(|e| StoreError::Unavailable(format!("cannot configure SQLite database {path}: {e}")))?;
+                let pool = Pool::builder()
+                    .max_size(config.pool_size.max(1))
+                    .connection_timeout(config.timeout)
+                    .test_on_check_out(false)
+                    .connection_customizer(Box::new(SqlitePragmas { busy_timeout: config.timeout }))
+                    .build_unchecked(ConnectionManager::new(path));
+                Pools::Sqlite(pool)
+            }
+            Engine::Postgres => {
+                PgConnection::establish(&config.url)
+                    .map_err(|e| StoreError::Unavailable(format!("cannot connect to PostgreSQL: {}", e.to_string().trim())))?;
+                let pool = Pool::builder()
+                    .max_size(config.pool_size.max(1))
+                    .connection_timeout(config.timeout)
+                    .test_on_check_out(false)
+                    .build_unchecked(ConnectionManager::new(config.url.clone()));
+                Pools::Postgres(pool)
+            }
+        };
+        Ok(Database { pools, engine })
+    }
+
+    /// The engine in use.
+    pub fn engine(&self) -> Engine {
+        self.engine
+    }
+
+    /// A connection from the pool; `Unavailable` when none comes within the timeout.
+    pub fn conn(&self) -> Result<DbConn, StoreError> {
+        Ok(match &self.pools {
+            Pools::Sqlite(pool) => DbConn::Sqlite(pool.get()?),
+            Pools::Postgres(pool) => DbConn::Postgres(pool.get()?),
+        })
+    }
+
+    /// Applies pending migrations; returns the versions applied.
+    pub fn migrate(&self) -> Result<Vec<String>, StoreError> {
+        let mut conn = self.conn()?;
+        let applied = match &mut conn {
+            DbConn::Sqlite(c) => c.run_pending_migrations(SQLITE_MIGRATIONS).map(versions),
+            DbConn::Postgres(c) => c.run_pending_migrations(POSTGRES_MIGRATIONS).map(versions),
+        };
+        applied.map_err(|e| StoreError::Internal(format!("migration failed: {e}")))
+    }
+
+    /// Whether a trivial query succeeds now (for `/readyz`).
+    pub fn ping(&self) -> Result<(), StoreError> {
+        let conn = &mut self.conn()?;
+        db_run!(conn => conn.batch_execute("SELECT 1")).map_err(StoreError::from)
+    }
+}
+
+fn versions(applied: Vec<diesel::migration::MigrationVersion<'_>>) -> Vec<String> {
+    applied.iter().map(ToString::to_string).collect()
+}

@@ -1,0 +1,109 @@
+//! The storage layer's one error type: the domain outcomes the operations document, plus
+//! "the database is unreachable" and "something unexpected" (logged, never shown).
+
+use serde_json::Value;
+use wpds_contract::types::BulkEditConflict;
+
+/// One broken rule of an operation (answered as 422 `unprocessable`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleViolation {
+    /// The rule's code (`unknown_project`, `self_link`, …).
+    pub code: &'static str,
+    /// JSON pointer of the offending body field.
+    pub pointer: String,
+    /// What is wrong, for people.
+    pub message: String,
+}
+
+impl RuleViolation {
+    /// A violation of rule `code` at `pointer`.
+    pub fn new(code: &'static str, pointer: impl Into<String>, message: impl Into<String>) -> Self {
+        RuleViolation { code, pointer: pointer.into(), message: message.into() }
+    }
+}
+
+/// Why a storage operation did not succeed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StoreError {
+    /// A record named in the path does not exist (in this workspace).
+    NotFound(String),
+    /// One or more rules of the operation are broken; nothing changed.
+    Rule(Vec<RuleViolation>),
+    /// The same idempotency key was used with another body.
+    IdempotencyKeyReused(String),
+    /// A state conflict other than a stale version (`already_retired`, `code_taken`, …).
+    State {
+        /// The problem code.
+        code: &'static str,
+        /// What conflicts, for people.
+        detail: String,
+        /// The resource as it is now, where the contract shows it.
+        current: Option<Value>,
+        /// The offending fields, where the conflict names some.
+        violations: Vec<RuleViolation>,
+    },
+    /// The expected version (or revision) is not the current one; nothing changed.
+    VersionConflict {
+        /// What conflicts, for people.
+        detail: String,
+        /// The current version, for versioned records.
+        current_version: Option<i64>,
+        /// The current revision, for category settings.
+        current_revision: Option<i64>,
+        /// The resource as a 200 shows it, or `Value::Null` where none exists yet.
+        current: Option<Value>,
+        /// Every stale bulk-edit assertion.
+        conflicts: Option<Vec<BulkEditConflict>>,
+    },
+    /// The database could not be reached in time.
+    Unavailable(String),
+    /// Anything else; the text is for the log.
+    Internal(String),
+}
+
+impl StoreError {
+    /// A single rule violation.
+    pub fn rule(code: &'static str, pointer: impl Into<String>, message: impl Into<String>) -> Self {
+        StoreError::Rule(vec![RuleViolation::new(code, pointer, message)])
+    }
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreError::NotFound(what) => write!(f, "not found: {what}"),
+            StoreError::Rule(violations) => write!(f, "{} rule violation(s)", violations.len()),
+            StoreError::IdempotencyKeyReused(key) => write!(f, "idempotency key {key} reused"),
+            StoreError::State { code, detail, .. } => write!(f, "{code}: {detail}"),
+            StoreError::VersionConflict { detail, .. } => write!(f, "version conflict: {detail}"),
+            StoreError::Unavailable(why) => write!(f, "database unavailable: {why}"),
+            StoreError::Internal(why) => write!(f, "storage failure: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+impl From<diesel::result::Error> for StoreError {
+    fn from(error: diesel::result::Error) -> Self {
+        use diesel::result::{DatabaseErrorKind, Error};
+        match &error {
+            Error::DatabaseError(DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand, info) => {
+                StoreError::Unavailable(info.message().to_owned())
+            }
+            Error::DatabaseError(_, info) if is_busy(info.message()) => StoreError::Unavailable(info.message().to_owned()),
+            _ => StoreError::Internal(error.to_string()),
+        }
+    }
+}
+
+impl From<r2d2::Error> for StoreError {
+    fn from(error: r2d2::Error) -> Self {
+        StoreError::Unavailable(error.to_string())
+    }
+}
+
+/// SQLite's "database is locked" after `busy_timeout`: the writer lock was not free in time.
+fn is_busy(message: &str) -> bool {
+    message.contains("database is locked") || message.contains("database is busy")
+}

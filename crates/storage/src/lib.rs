@@ -1,0 +1,28 @@
+//! diesel repositories over SQLite and PostgreSQL for every record the operations touch.
+//!
+//! Rules:
+//! - SQL lives here and nowhere else; callers get contract types or plain values, never
+//!   diesel types.
+//! - One code path, two engines: [`db::Database`] holds a pool of either engine and the
+//!   [`db_run!`] / [`db_write!`] macros compile each repository body once per engine
+//!   (the vaultwarden pattern), so both keep `ON CONFLICT`, `RETURNING` and their own
+//!   error messages. Each engine has its own migration tree.
+//! - Every versioned write checks the expected version and writes in one statement or
+//!   one transaction (SQLite: `BEGIN IMMEDIATE`), so two writers can never both succeed
+//!   with the same expected version.
+//! - Failures are [`error::StoreError`]; an unreachable database is `Unavailable`, never a
+//!   panic. Ids are 64-bit integers served as decimal strings; an id that does not parse
+//!   names no record.
+//! - Timestamps are milliseconds since the Unix epoch (both engines keep them exactly).
+
+pub mod auth;
+pub mod clock;
+pub mod db;
+pub mod error;
+pub mod ids;
+pub mod schema;
+pub mod seed;
+pub mod takeoff;
+
+pub use db::{Database, DbConfig, DbConn, Engine};
+pub use error::StoreError;

@@ -1,0 +1,1 @@
+//! Loading fixture files (`wpds seed FILE.json`): placeholder until the loader lands.
