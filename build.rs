@@ -2,7 +2,7 @@
 //!
 //! Generates, from the document, the operation table, the `Operations` trait (one method
 //! per `operationId`, typed with the contract crate's generated types) and the actix-web
-//! routes that call it. `src/handlers.rs` implements the trait, so an operation without a
+//! routes that call it. `src/handlers/mod.rs` implements the trait, so an operation without a
 //! handler, a handler without an operation, or a handler whose types no longer match the
 //! document fails to compile with an error naming the operation.
 

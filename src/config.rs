@@ -1,7 +1,66 @@
-//! Server settings, from command-line flags or environment variables (flags win).
+//! Settings, from command-line flags or environment variables (flags win).
 
 use std::net::SocketAddr;
 use std::time::Duration;
+use wpds_storage::auth::TokenLifetimes;
+use wpds_storage::{DbConfig, Engine};
+
+/// How to reach the database (every command that touches it takes these).
+#[derive(Debug, Clone, clap::Args)]
+pub struct DatabaseArgs {
+    /// Database URL: `sqlite://PATH` (the embedded default, created and migrated on first
+    /// start) or `postgres://USER@HOST:PORT/DB`.
+    #[arg(long, env = "DATABASE_URL", default_value = "sqlite://wpds.sqlite3")]
+    pub database_url: String,
+
+    /// Connections in the pool; 0 picks the engine's default (SQLite 4, PostgreSQL 16).
+    #[arg(long, env = "WPDS_DB_POOL_SIZE", default_value_t = 0)]
+    pub db_pool_size: u32,
+
+    /// Milliseconds to wait for a database connection before answering 503.
+    #[arg(long, env = "WPDS_DB_TIMEOUT_MS", default_value_t = 2000)]
+    pub db_timeout_ms: u64,
+}
+
+impl DatabaseArgs {
+    /// The storage layer's settings.
+    pub fn db_config(&self) -> DbConfig {
+        let mut config = DbConfig {
+            url: self.database_url.clone(),
+            pool_size: self.db_pool_size,
+            timeout: Duration::from_millis(self.db_timeout_ms),
+        };
+        if config.pool_size == 0 {
+            config.pool_size = match config.engine() {
+                Engine::Sqlite => 4,
+                Engine::Postgres => 16,
+            };
+        }
+        config
+    }
+}
+
+/// Token lifetimes.
+#[derive(Debug, Clone, clap::Args)]
+pub struct TokenArgs {
+    /// Access-token lifetime in seconds.
+    #[arg(long, env = "WPDS_ACCESS_TOKEN_TTL", default_value_t = 900)]
+    pub access_token_ttl: u64,
+
+    /// Refresh-token lifetime in seconds.
+    #[arg(long, env = "WPDS_REFRESH_TOKEN_TTL", default_value_t = 2_592_000)]
+    pub refresh_token_ttl: u64,
+}
+
+impl TokenArgs {
+    /// The lifetimes as the storage layer takes them.
+    pub fn lifetimes(&self) -> TokenLifetimes {
+        TokenLifetimes {
+            access: Duration::from_secs(self.access_token_ttl),
+            refresh: Duration::from_secs(self.refresh_token_ttl),
+        }
+    }
+}
 
 /// Settings of `wpds serve`.
 #[derive(Debug, Clone, clap::Args)]
@@ -10,9 +69,11 @@ pub struct ServeConfig {
     #[arg(long, env = "WPDS_BIND", default_value = "127.0.0.1:8080")]
     pub bind: SocketAddr,
 
-    /// Database URL: `sqlite://PATH` (the embedded default) or `postgres://…`.
-    #[arg(long, env = "DATABASE_URL", default_value = "sqlite://wpds.sqlite3")]
-    pub database_url: String,
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+
+    #[command(flatten)]
+    pub tokens: TokenArgs,
 
     /// Log filter in env_logger syntax (`info`, `debug`, `wpds=debug,actix_web=info`).
     #[arg(long, env = "WPDS_LOG", default_value = "info")]
@@ -25,17 +86,28 @@ pub struct ServeConfig {
     /// Seconds in-flight requests get to finish after SIGTERM or SIGINT.
     #[arg(long, env = "WPDS_SHUTDOWN_TIMEOUT", default_value_t = 30)]
     pub shutdown_timeout: u64,
+
+    /// Load the bundled demo workspace into an empty database and print a working access
+    /// token and the Swagger UI address.
+    #[arg(long)]
+    pub demo: bool,
 }
 
 impl ServeConfig {
-    /// Settings for tests and tools: every default, listening on `bind`.
-    pub fn for_address(bind: SocketAddr) -> Self {
+    /// Settings for tests and tools: every default, listening on `bind`, on `database_url`.
+    pub fn for_address(bind: SocketAddr, database_url: &str) -> Self {
         ServeConfig {
             bind,
-            database_url: "sqlite://wpds.sqlite3".to_owned(),
+            database: DatabaseArgs {
+                database_url: database_url.to_owned(),
+                db_pool_size: 0,
+                db_timeout_ms: 2000,
+            },
+            tokens: TokenArgs { access_token_ttl: 900, refresh_token_ttl: 2_592_000 },
             log: "info".to_owned(),
             workers: 2,
             shutdown_timeout: 30,
+            demo: false,
         }
     }
 

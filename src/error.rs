@@ -95,3 +95,59 @@ impl ApiError {
         }
     }
 }
+
+impl From<wpds_storage::StoreError> for ApiError {
+    fn from(error: wpds_storage::StoreError) -> Self {
+        use wpds_contract::types::{ProblemError, ProblemErrorIn};
+        use wpds_storage::StoreError;
+        use wpds_storage::error::StateConflict;
+        let to_errors = |violations: Vec<wpds_storage::error::RuleViolation>| -> Vec<ProblemError> {
+            violations
+                .into_iter()
+                .map(|v| ProblemError::new(ProblemErrorIn::Body, v.pointer, v.code, v.message))
+                .collect()
+        };
+        match error {
+            StoreError::NotFound(what) => ApiError::NotFound(format!("No {what} here.")),
+            StoreError::Rule(violations) => {
+                let detail = violations.iter().map(|v| v.message.as_str()).collect::<Vec<_>>().join("; ");
+                ApiError::Unprocessable { code: "unprocessable", detail, errors: to_errors(violations) }
+            }
+            StoreError::IdempotencyKeyReused(key) => ApiError::Unprocessable {
+                code: "idempotency_key_reused",
+                detail: format!("requestId {key} was used for another request."),
+                errors: vec![ProblemError::new(
+                    ProblemErrorIn::Body,
+                    "/requestId",
+                    "idempotency_key_reused",
+                    "already used with a different body",
+                )],
+            },
+            StoreError::State(state) => {
+                let StateConflict { code, detail, current, violations } = *state;
+                let errors = (!violations.is_empty()).then(|| to_errors(violations));
+                ApiError::Conflict(Box::new(Conflict {
+                    code,
+                    detail,
+                    current,
+                    errors,
+                    ..Conflict::default()
+                }))
+            }
+            StoreError::VersionConflict(stale) => ApiError::Conflict(Box::new(Conflict {
+                code: "version_conflict",
+                detail: stale.detail,
+                current_version: stale.current_version,
+                current_revision: stale.current_revision,
+                current: stale.current,
+                conflicts: stale.conflicts,
+                errors: None,
+            })),
+            StoreError::Unavailable(why) => {
+                log::warn!("database unavailable: {why}");
+                ApiError::Unavailable(1)
+            }
+            StoreError::Internal(why) => ApiError::Internal(why),
+        }
+    }
+}

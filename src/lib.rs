@@ -19,3 +19,4 @@ pub mod handlers;
 pub mod http;
 pub mod operations;
 pub mod server;
+pub mod state;

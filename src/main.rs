@@ -1,9 +1,22 @@
 //! `wpds`: the Workspace Project-Data Service command line.
+//!
+//! `serve` runs the HTTP server; `migrate`, `seed` and `token issue` are the operator's
+//! tools. Every setting comes from a flag or its environment variable (`--help` lists
+//! both and the defaults).
 
 use clap::{Parser, Subcommand};
 use std::net::TcpListener;
 use std::process::ExitCode;
-use wpds::config::ServeConfig;
+use std::sync::Arc;
+use wpds::config::{DatabaseArgs, ServeConfig, TokenArgs};
+use wpds::state::AppState;
+use wpds_storage::{Database, auth, seed};
+
+/// The bundled demo workspace loaded by `serve --demo`.
+const DEMO_FIXTURE: &str = include_str!("../fixtures/demo.json");
+/// Demo users whose tokens `serve --demo` prints: a workspace member and an administrator.
+const DEMO_MEMBER: i64 = 5;
+const DEMO_ADMIN: i64 = 9;
 
 /// Workspace Project-Data Service.
 #[derive(Debug, Parser)]
@@ -15,40 +28,137 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run the HTTP server (Swagger UI at /docs/).
+    /// Run the HTTP server (migrates the database first; Swagger UI at /docs/).
     Serve(ServeConfig),
+    /// Apply pending database migrations.
+    Migrate {
+        #[command(flatten)]
+        database: DatabaseArgs,
+    },
+    /// Load records from a fixture file (format: openapi/fixture.schema.json), in one
+    /// transaction; loading the same file twice changes nothing.
+    Seed {
+        /// The fixture file.
+        file: std::path::PathBuf,
+        #[command(flatten)]
+        database: DatabaseArgs,
+    },
+    /// Token operations.
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum TokenCommand {
+    /// Start a login for a user and print its access and refresh tokens as JSON.
+    Issue {
+        /// The user's id.
+        #[arg(long)]
+        user: String,
+        #[command(flatten)]
+        database: DatabaseArgs,
+        #[command(flatten)]
+        tokens: TokenArgs,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {
+    let log = match &cli.command {
+        Command::Serve(config) => config.log.clone(),
+        _ => std::env::var("WPDS_LOG").unwrap_or_else(|_| "warn".to_owned()),
+    };
+    env_logger::Builder::new().parse_filters(&log).format_timestamp_millis().init();
+    let outcome = match cli.command {
         Command::Serve(config) => serve(config),
-    }
-}
-
-fn serve(config: ServeConfig) -> ExitCode {
-    env_logger::Builder::new().parse_filters(&config.log).format_timestamp_millis().init();
-    let listener = match TcpListener::bind(config.bind) {
-        Ok(listener) => listener,
-        Err(e) => {
-            log::error!("cannot listen on {}: {e}", config.bind);
-            return ExitCode::FAILURE;
+        Command::Migrate { database } => migrate(&database),
+        Command::Seed { file, database } => load_fixture(&file, &database),
+        Command::Token { command: TokenCommand::Issue { user, database, tokens } } => {
+            issue_token(&user, &database, &tokens)
         }
     };
-    let address = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
-    let outcome = actix_web::rt::System::new().block_on(async move {
-        let server = wpds::server::start(&config, listener)?;
-        log::info!("listening on http://{address} (Swagger UI at http://{address}/docs/)");
-        server.await
-    });
     match outcome {
-        Ok(()) => {
-            log::info!("stopped");
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            log::error!("server failed: {e}");
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("wpds: {message}");
             ExitCode::FAILURE
         }
     }
+}
+
+fn open(database: &DatabaseArgs) -> Result<Database, String> {
+    Database::open(&database.db_config()).map_err(|e| e.to_string())
+}
+
+fn migrate(database: &DatabaseArgs) -> Result<(), String> {
+    let db = Database::connect(&database.db_config()).map_err(|e| e.to_string())?;
+    let applied = db.migrate().map_err(|e| e.to_string())?;
+    if applied.is_empty() {
+        println!("the database is up to date");
+    } else {
+        println!("applied {} migration(s): {}", applied.len(), applied.join(", "));
+    }
+    Ok(())
+}
+
+fn load_fixture(file: &std::path::Path, database: &DatabaseArgs) -> Result<(), String> {
+    let text = std::fs::read_to_string(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    let db = open(database)?;
+    let conn = &mut db.conn().map_err(|e| e.to_string())?;
+    let report = seed::load(conn, &text).map_err(|e| format!("{}: {e}", file.display()))?;
+    println!("{report}");
+    Ok(())
+}
+
+fn issue_token(user: &str, database: &DatabaseArgs, tokens: &TokenArgs) -> Result<(), String> {
+    let user_id = wpds_storage::ids::parse(user).ok_or_else(|| format!("no user {user}"))?;
+    let db = open(database)?;
+    let conn = &mut db.conn().map_err(|e| e.to_string())?;
+    let pair = auth::issue(conn, user_id, tokens.lifetimes()).map_err(|e| e.to_string())?;
+    println!("{}", serde_json::to_string_pretty(&pair).map_err(|e| e.to_string())?);
+    Ok(())
+}
+
+fn serve(config: ServeConfig) -> Result<(), String> {
+    let db = open(&config.database)?;
+    let listener =
+        TcpListener::bind(config.bind).map_err(|e| format!("cannot listen on {}: {e}", config.bind))?;
+    let address = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    if config.demo {
+        demo(&db, &config.tokens, &address)?;
+    }
+    let state = AppState { db: Arc::new(db), lifetimes: config.tokens.lifetimes() };
+    actix_web::rt::System::new()
+        .block_on(async move {
+            let server = wpds::server::start(&config, state, listener)?;
+            log::info!("listening on http://{address} (Swagger UI at http://{address}/docs/)");
+            server.await
+        })
+        .map_err(|e| format!("server failed: {e}"))?;
+    log::info!("stopped");
+    Ok(())
+}
+
+/// Loads the demo workspace into an empty database and prints tokens to try it with.
+fn demo(db: &Database, tokens: &TokenArgs, address: &str) -> Result<(), String> {
+    let conn = &mut db.conn().map_err(|e| e.to_string())?;
+    if wpds_storage::workspaces::count(conn).map_err(|e| e.to_string())? == 0 {
+        let report = seed::load(conn, DEMO_FIXTURE).map_err(|e| format!("demo fixture: {e}"))?;
+        println!("Loaded the demo workspace: {report}");
+    } else {
+        println!("The database is not empty; the demo workspace was not loaded again.");
+    }
+    let member = auth::issue(conn, DEMO_MEMBER, tokens.lifetimes()).map_err(|e| e.to_string())?;
+    let admin = auth::issue(conn, DEMO_ADMIN, tokens.lifetimes()).map_err(|e| e.to_string())?;
+    println!(
+        "\nSwagger UI: http://{address}/docs/  (click Authorize and paste a token)\n\
+         Access token of user {DEMO_MEMBER} (member of workspace 1): {}\n\
+         Access token of user {DEMO_ADMIN} (platform administrator): {}\n\
+         Refresh token of user {DEMO_MEMBER}: {}\n\
+         Access tokens expire after {} s; POST /v1/auth/refresh with the refresh token for a new pair.\n",
+        member.access_token, admin.access_token, member.refresh_token, member.expires_in
+    );
+    Ok(())
 }

@@ -34,6 +34,17 @@ pub struct Operation {
 pub struct RequestContext {
     /// The request's trace id (`X-Request-Id`).
     pub request_id: String,
+    /// The authenticated caller; present for every operation the document secures.
+    pub caller: Option<wpds_storage::auth::Caller>,
+}
+
+impl RequestContext {
+    /// The caller of a secured operation.
+    pub fn caller(&self) -> Result<&wpds_storage::auth::Caller, ApiError> {
+        self.caller
+            .as_ref()
+            .ok_or_else(|| ApiError::Internal("a secured operation ran without a caller".to_owned()))
+    }
 }
 
 /// A successful answer: the body (sent with the operation's documented success status)

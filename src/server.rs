@@ -5,6 +5,7 @@ use crate::error::ApiError;
 use crate::handlers::Service;
 use crate::http::{docs, health, problem, request_id};
 use crate::operations;
+use crate::state::AppState;
 use actix_web::middleware::{Logger, from_fn};
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use std::io;
@@ -17,12 +18,18 @@ const ACCESS_LOG: &str = r#"%a "%r" %s %b %Dms request_id=%{x-request-id}o"#;
 /// Starts serving on `listener`. The returned server runs until it is stopped or the
 /// process receives SIGTERM or SIGINT, when in-flight requests get
 /// [`ServeConfig::shutdown_grace`] to finish and new connections are refused.
-pub fn start(config: &ServeConfig, listener: TcpListener) -> io::Result<actix_web::dev::Server> {
+pub fn start(
+    config: &ServeConfig,
+    state: AppState,
+    listener: TcpListener,
+) -> io::Result<actix_web::dev::Server> {
     let contract = web::Data::new(Contract::load().map_err(io::Error::other)?);
-    let service = web::Data::new(Service::new());
+    let service = web::Data::new(Service::new(state.clone()));
+    let state = web::Data::new(state);
     let mut server = HttpServer::new(move || {
         App::new()
             .app_data(contract.clone())
+            .app_data(state.clone())
             .app_data(service.clone())
             .wrap(from_fn(request_id::middleware))
             .wrap(Logger::new(ACCESS_LOG))

@@ -2,17 +2,19 @@
 //!
 //! In the contract's order of precedence (unknown routes and methods are answered by the
 //! router before this runs):
-//! 1. 406 when `Accept` excludes JSON;
-//! 2. 413 for a body over [`BODY_LIMIT`], 415 for a body that is not JSON;
-//! 3. 400 when the path, query or body breaks the document's schemas (every violation);
-//! 4. the handler, with typed input; its success body goes out with the operation's
+//! 1. 401 / 403 for operations the document secures (see [`crate::http::auth`]);
+//! 2. 406 when `Accept` excludes JSON;
+//! 3. 413 for a body over [`BODY_LIMIT`], 415 for a body that is not JSON;
+//! 4. 400 when the path, query or body breaks the document's schemas (every violation);
+//! 5. the handler, with typed input; its success body goes out with the operation's
 //!    documented status, its error through [`crate::http::problem`].
 //!
 //! A panic anywhere in a handler is caught, logged and answered as 500 `internal`.
 
 use crate::error::ApiError;
-use crate::http::{problem, request_id};
+use crate::http::{auth, problem, request_id};
 use crate::operations::{Operation, Reply, RequestContext};
+use crate::state::AppState;
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, CONTENT_LENGTH, CONTENT_TYPE, Header};
 use actix_web::web::{Bytes, BytesMut, Data, Payload};
@@ -98,7 +100,11 @@ where
     Fut: Future<Output = Result<Reply<T>, ApiError>>,
     T: Serialize,
 {
-    let ctx = RequestContext { request_id: request_id::of(req) };
+    let state = req
+        .app_data::<Data<AppState>>()
+        .ok_or_else(|| ApiError::Internal("the application state is not registered".to_owned()))?;
+    let caller = auth::check(op, req, state).await?;
+    let ctx = RequestContext { request_id: request_id::of(req), caller };
     negotiate(req)?;
     let body = if op.has_body { Some(read_body(req, payload).await?) } else { None };
     let contract = req

@@ -1,6 +1,8 @@
 //! Liveness (`/healthz`) and readiness (`/readyz`) probes.
 
-use actix_web::{HttpResponse, web};
+use crate::http::problem;
+use crate::state::AppState;
+use actix_web::{HttpRequest, HttpResponse, web};
 
 /// Registers the probes.
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -12,7 +14,10 @@ async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(serde_json::json!({ "status": "ok" }))
 }
 
-/// The server can answer operations: its contract is compiled.
-async fn readyz() -> HttpResponse {
-    HttpResponse::Ok().json(serde_json::json!({ "status": "ready" }))
+/// The server can answer operations: the database answers a trivial query.
+async fn readyz(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    match state.run(|conn| wpds_storage::workspaces::count(conn).map(|_| ())).await {
+        Ok(()) => HttpResponse::Ok().json(serde_json::json!({ "status": "ready" })),
+        Err(error) => problem::respond(&req, error),
+    }
 }

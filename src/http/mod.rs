@@ -1,6 +1,7 @@
 //! Everything HTTP: the request pipeline of the contract's operations, the mapping of
 //! errors to problem+json, request ids and access logs, and the operational endpoints.
 
+pub mod auth;
 pub mod dispatch;
 pub mod docs;
 pub mod health;

@@ -2,7 +2,9 @@
 //! random port and talks HTTP to it. Every response any test receives is checked against
 //! the document (declared status, media type and schema) by `support`.
 
+mod auth;
 mod documents;
 mod http_errors;
 mod request_validation;
 mod support;
+mod time_log;

@@ -1,40 +1,123 @@
 //! Test support: `spawn_app()` and an HTTP client whose every response is checked against
 //! the contract.
+//!
+//! Each test gets its own database, migrated and loaded with the demo fixture: a fresh
+//! SQLite file by default, or a fresh PostgreSQL database (dropped afterwards) when
+//! `TEST_DATABASE_URL` names a PostgreSQL server.
 
+use diesel::{Connection, RunQueryDsl};
 use serde_json::Value;
 use std::net::TcpListener;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use wpds::config::ServeConfig;
+use wpds::state::AppState;
 use wpds_contract::responses::ResponseChecker;
+use wpds_storage::auth::{IssuedPair, TokenLifetimes};
+use wpds_storage::{Database, DbConfig};
 
-/// A running server and a client for it.
+/// The demo fixture every test database starts from.
+pub const FIXTURE: &str = include_str!("../../fixtures/demo.json");
+/// A member of workspace 1 (the demo's Dana Reyes).
+pub const MEMBER: i64 = 5;
+/// A platform administrator, also a member of workspace 1.
+pub const ADMIN: i64 = 9;
+/// A member of workspace 2 only.
+pub const OUTSIDER: i64 = 7;
+
+/// A running server, its database and a client for it.
 pub struct TestApp {
     /// `http://127.0.0.1:PORT`.
     pub base: String,
+    /// The database the server uses.
+    pub db: Arc<Database>,
+    /// The administrator's access token, sent by default.
+    pub token: String,
     agent: ureq::Agent,
+    handle: actix_web::dev::ServerHandle,
+    scratch: Scratch,
 }
 
-/// Starts the real application on a random port, in its own thread and actix system.
+/// What to clean up when the test ends.
+enum Scratch {
+    SqliteFile(std::path::PathBuf),
+    PostgresDatabase { admin_url: String, name: String },
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        drop(self.handle.stop(false));
+        match &self.scratch {
+            Scratch::SqliteFile(path) => {
+                for suffix in ["", "-wal", "-shm"] {
+                    let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+                }
+            }
+            Scratch::PostgresDatabase { admin_url, name } => {
+                if let Ok(mut admin) = diesel::PgConnection::establish(admin_url) {
+                    let _ = diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                        .execute(&mut admin);
+                }
+            }
+        }
+    }
+}
+
+/// A fresh database for one test.
+fn fresh_database() -> (String, Scratch) {
+    let unique = uuid::Uuid::new_v4().simple().to_string();
+    match std::env::var("TEST_DATABASE_URL") {
+        Ok(admin_url) if admin_url.starts_with("postgres") => {
+            let name = format!("wpds_test_{unique}");
+            let mut admin =
+                diesel::PgConnection::establish(&admin_url).expect("TEST_DATABASE_URL is reachable");
+            diesel::sql_query(format!("CREATE DATABASE {name}"))
+                .execute(&mut admin)
+                .expect("create a test database");
+            let (server, _) = admin_url.rsplit_once('/').expect("a database URL ends in /DBNAME");
+            (format!("{server}/{name}"), Scratch::PostgresDatabase { admin_url, name })
+        }
+        _ => {
+            let path = std::env::temp_dir().join(format!("wpds-test-{unique}.sqlite3"));
+            (format!("sqlite://{}", path.display()), Scratch::SqliteFile(path))
+        }
+    }
+}
+
+/// Starts the real application on a random port, in its own thread and actix system, on a
+/// fresh database loaded with the demo fixture.
 pub fn spawn_app() -> TestApp {
+    let (url, scratch) = fresh_database();
+    let db = Database::open(&DbConfig {
+        url: url.clone(),
+        pool_size: 4,
+        timeout: std::time::Duration::from_secs(5),
+    })
+    .expect("the test database opens");
+    wpds_storage::seed::load(&mut db.conn().expect("a connection"), FIXTURE).expect("the demo fixture loads");
+    let db = Arc::new(db);
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind a random port");
     let address = listener.local_addr().expect("a bound address");
-    let config = ServeConfig::for_address(address);
+    let config = ServeConfig::for_address(address, &url);
+    let state = AppState { db: Arc::clone(&db), lifetimes: TokenLifetimes::default() };
     let (ready, started) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         actix_web::rt::System::new().block_on(async move {
-            let server = wpds::server::start(&config, listener).expect("the server starts");
-            ready.send(()).expect("the test is waiting");
+            let server = wpds::server::start(&config, state, listener).expect("the server starts");
+            ready.send(server.handle()).expect("the test is waiting");
             server.await
         })
     });
-    started.recv().expect("the server thread started");
+    let handle = started.recv().expect("the server thread started");
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .allow_non_standard_methods(true)
         .max_redirects(0)
         .build()
         .into();
-    TestApp { base: format!("http://{address}"), agent }
+    let mut app =
+        TestApp { base: format!("http://{address}"), db, token: String::new(), agent, handle, scratch };
+    app.token = app.tokens_for(ADMIN).access_token;
+    app
 }
 
 fn checker() -> &'static ResponseChecker {
@@ -93,9 +176,22 @@ pub struct RequestBuilder<'a> {
     path: String,
     headers: Vec<(String, String)>,
     body: Option<Vec<u8>>,
+    bearer: Option<String>,
 }
 
 impl<'a> RequestBuilder<'a> {
+    /// Sends `token` as the bearer token instead of the administrator's.
+    pub fn bearer(mut self, token: &str) -> Self {
+        self.bearer = Some(token.to_owned());
+        self
+    }
+
+    /// Sends no `Authorization` header.
+    pub fn anonymous(mut self) -> Self {
+        self.bearer = None;
+        self
+    }
+
     /// Adds a header.
     pub fn header(mut self, name: &str, value: &str) -> Self {
         self.headers.push((name.to_owned(), value.to_owned()));
@@ -118,6 +214,9 @@ impl<'a> RequestBuilder<'a> {
         let mut request = ureq::http::Request::builder()
             .method(self.method.as_str())
             .uri(format!("{}{}", self.app.base, self.path));
+        if let Some(token) = &self.bearer {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
         for (name, value) in &self.headers {
             request = request.header(name, value);
         }
@@ -156,7 +255,7 @@ fn check_contract(method: &str, path: &str, response: &TestResponse) {
             Some(format!("/problems/{}", problem["code"].as_str().unwrap_or_default()).as_str()),
             "{method} {path}: type is the code's page",
         );
-        // Storage has not landed: the eleven operations may answer 501 until it does.
+        // Operations not implemented yet answer 501 until they land (issue 4).
         if response.status == 501 {
             assert_eq!(problem["code"], "not_implemented");
             return;
@@ -179,7 +278,19 @@ impl TestApp {
             path: path.to_owned(),
             headers: Vec::new(),
             body: None,
+            bearer: Some(self.token.clone()),
         }
+    }
+
+    /// Starts a login for `user_id`, as `wpds token issue` does.
+    pub fn tokens_for(&self, user_id: i64) -> IssuedPair {
+        self.tokens_with(user_id, TokenLifetimes::default())
+    }
+
+    /// Starts a login for `user_id` with the given lifetimes.
+    pub fn tokens_with(&self, user_id: i64, lifetimes: TokenLifetimes) -> IssuedPair {
+        let conn = &mut self.db.conn().expect("a connection");
+        wpds_storage::auth::issue(conn, user_id, lifetimes).expect("the user exists")
     }
 
     /// `GET path`.

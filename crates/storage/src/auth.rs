@@ -70,6 +70,9 @@ pub enum RefreshRefusal {
     Reused,
 }
 
+/// A refresh token as stored: id, login, expiry, when spent, when its login was revoked.
+type RefreshRow = (i64, i64, i64, Option<i64>, Option<i64>);
+
 const ACCESS: &str = "access";
 const REFRESH: &str = "refresh";
 
@@ -137,7 +140,11 @@ pub fn authenticate(conn: &mut DbConn, access_token: &str) -> Result<Option<Call
         .select((users::id, users::is_platform_admin, tokens::expires_at))
         .first(conn)
         .optional())?;
-    Ok(found.map(|(user_id, is_platform_admin, expires_at)| Caller { user_id, is_platform_admin, expires_at }))
+    Ok(found.map(|(user_id, is_platform_admin, expires_at)| Caller {
+        user_id,
+        is_platform_admin,
+        expires_at,
+    }))
 }
 
 /// Spends `refresh_token` and issues the next pair on the same login.
@@ -152,7 +159,7 @@ pub fn refresh(
     let hash = hash_token(refresh_token);
     db_write!(conn => {
         let now = now_millis();
-        let found: Option<(i64, i64, i64, Option<i64>, Option<i64>)> = tokens::table
+        let found: Option<RefreshRow> = tokens::table
             .inner_join(logins::table)
             .filter(tokens::token_hash.eq(&hash))
             .filter(tokens::kind.eq(REFRESH))

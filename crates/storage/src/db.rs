@@ -7,11 +7,11 @@
 //! its real cause at once instead of after r2d2's retries.
 
 use crate::error::StoreError;
+use diesel::Connection;
 use diesel::connection::SimpleConnection;
 use diesel::pg::PgConnection;
 use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool, PooledConnection};
 use diesel::sqlite::SqliteConnection;
-use diesel::Connection;
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 use std::time::Duration;
 
@@ -146,10 +146,12 @@ impl Database {
         let pools = match engine {
             Engine::Sqlite => {
                 let path = config.sqlite_path();
-                let mut probe = SqliteConnection::establish(path)
-                    .map_err(|e| StoreError::Unavailable(format!("cannot open SQLite database {path}: {e}")))?;
-                apply_sqlite_pragmas(&mut probe, config.timeout)
-                    .map_err(|e| StoreError::Unavailable(format!("cannot configure SQLite database {path}: {e}")))?;
+                let mut probe = SqliteConnection::establish(path).map_err(|e| {
+                    StoreError::Unavailable(format!("cannot open SQLite database {path}: {e}"))
+                })?;
+                apply_sqlite_pragmas(&mut probe, config.timeout).map_err(|e| {
+                    StoreError::Unavailable(format!("cannot configure SQLite database {path}: {e}"))
+                })?;
                 let pool = Pool::builder()
                     .max_size(config.pool_size.max(1))
                     .connection_timeout(config.timeout)
@@ -159,8 +161,9 @@ impl Database {
                 Pools::Sqlite(pool)
             }
             Engine::Postgres => {
-                PgConnection::establish(&config.url)
-                    .map_err(|e| StoreError::Unavailable(format!("cannot connect to PostgreSQL: {}", e.to_string().trim())))?;
+                PgConnection::establish(&config.url).map_err(|e| {
+                    StoreError::Unavailable(format!("cannot connect to PostgreSQL: {}", e.to_string().trim()))
+                })?;
                 let pool = Pool::builder()
                     .max_size(config.pool_size.max(1))
                     .connection_timeout(config.timeout)

@@ -32,33 +32,41 @@ pub enum StoreError {
     /// The same idempotency key was used with another body.
     IdempotencyKeyReused(String),
     /// A state conflict other than a stale version (`already_retired`, `code_taken`, …).
-    State {
-        /// The problem code.
-        code: &'static str,
-        /// What conflicts, for people.
-        detail: String,
-        /// The resource as it is now, where the contract shows it.
-        current: Option<Value>,
-        /// The offending fields, where the conflict names some.
-        violations: Vec<RuleViolation>,
-    },
+    State(Box<StateConflict>),
     /// The expected version (or revision) is not the current one; nothing changed.
-    VersionConflict {
-        /// What conflicts, for people.
-        detail: String,
-        /// The current version, for versioned records.
-        current_version: Option<i64>,
-        /// The current revision, for category settings.
-        current_revision: Option<i64>,
-        /// The resource as a 200 shows it, or `Value::Null` where none exists yet.
-        current: Option<Value>,
-        /// Every stale bulk-edit assertion.
-        conflicts: Option<Vec<BulkEditConflict>>,
-    },
+    VersionConflict(Box<VersionConflict>),
     /// The database could not be reached in time.
     Unavailable(String),
     /// Anything else; the text is for the log.
     Internal(String),
+}
+
+/// A state conflict other than a stale version.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StateConflict {
+    /// The problem code (`already_retired`, `code_taken`, …).
+    pub code: &'static str,
+    /// What conflicts, for people.
+    pub detail: String,
+    /// The resource as it is now, where the contract shows it.
+    pub current: Option<Value>,
+    /// The offending fields, where the conflict names some.
+    pub violations: Vec<RuleViolation>,
+}
+
+/// A stale expected version (or revision).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct VersionConflict {
+    /// What conflicts, for people.
+    pub detail: String,
+    /// The current version, for versioned records.
+    pub current_version: Option<i64>,
+    /// The current revision, for category settings.
+    pub current_revision: Option<i64>,
+    /// The resource as a 200 shows it, or `Value::Null` where none exists yet.
+    pub current: Option<Value>,
+    /// Every stale bulk-edit assertion.
+    pub conflicts: Option<Vec<BulkEditConflict>>,
 }
 
 impl StoreError {
@@ -74,8 +82,8 @@ impl std::fmt::Display for StoreError {
             StoreError::NotFound(what) => write!(f, "not found: {what}"),
             StoreError::Rule(violations) => write!(f, "{} rule violation(s)", violations.len()),
             StoreError::IdempotencyKeyReused(key) => write!(f, "idempotency key {key} reused"),
-            StoreError::State { code, detail, .. } => write!(f, "{code}: {detail}"),
-            StoreError::VersionConflict { detail, .. } => write!(f, "version conflict: {detail}"),
+            StoreError::State(conflict) => write!(f, "{}: {}", conflict.code, conflict.detail),
+            StoreError::VersionConflict(conflict) => write!(f, "version conflict: {}", conflict.detail),
             StoreError::Unavailable(why) => write!(f, "database unavailable: {why}"),
             StoreError::Internal(why) => write!(f, "storage failure: {why}"),
         }
@@ -88,10 +96,13 @@ impl From<diesel::result::Error> for StoreError {
     fn from(error: diesel::result::Error) -> Self {
         use diesel::result::{DatabaseErrorKind, Error};
         match &error {
-            Error::DatabaseError(DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand, info) => {
+            Error::DatabaseError(
+                DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand,
+                info,
+            ) => StoreError::Unavailable(info.message().to_owned()),
+            Error::DatabaseError(_, info) if is_busy(info.message()) => {
                 StoreError::Unavailable(info.message().to_owned())
             }
-            Error::DatabaseError(_, info) if is_busy(info.message()) => StoreError::Unavailable(info.message().to_owned()),
             _ => StoreError::Internal(error.to_string()),
         }
     }

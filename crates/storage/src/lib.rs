@@ -16,13 +16,17 @@
 //! - Timestamps are milliseconds since the Unix epoch (both engines keep them exactly).
 
 pub mod auth;
+pub mod categories;
 pub mod clock;
 pub mod db;
+pub mod documents;
 pub mod error;
 pub mod ids;
 pub mod schema;
 pub mod seed;
 pub mod takeoff;
+pub mod time_log;
+pub mod workspaces;
 
 pub use db::{Database, DbConfig, DbConn, Engine};
 pub use error::StoreError;

@@ -26,13 +26,17 @@ impl IssueCounts {
 
 /// Counts the issues of `takeoff` for a project whose areas are `project_area_ids`.
 pub fn issue_counts(takeoff: &Value, project_area_ids: &HashSet<String>) -> IssueCounts {
-    let mappings = takeoff.get("areaMappings").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    let mappings =
+        takeoff.get("areaMappings").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
     let blocking = mappings
         .iter()
         .filter(|m| !m.get("excluded").and_then(Value::as_bool).unwrap_or(false))
-        .filter(|m| m.get("areaId").and_then(Value::as_str).is_none_or(|area| !project_area_ids.contains(area)))
+        .filter(|m| {
+            m.get("areaId").and_then(Value::as_str).is_none_or(|area| !project_area_ids.contains(area))
+        })
         .count() as i64;
-    let mapped: HashSet<&str> = mappings.iter().filter_map(|m| m.get("sourceKey").and_then(Value::as_str)).collect();
+    let mapped: HashSet<&str> =
+        mappings.iter().filter_map(|m| m.get("sourceKey").and_then(Value::as_str)).collect();
     let warning = takeoff
         .get("sourceKeys")
         .and_then(Value::as_array)

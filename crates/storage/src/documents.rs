@@ -1,0 +1,154 @@
+//! Project documents and their document types (operation 4.1).
+//!
+//! A document's `documentTypes` are the workspace's document types whose scope equals the
+//! document's scope, sorted numerically; its `typeId` is one of them or null.
+
+use crate::clock::{format_millis, now_millis};
+use crate::db::DbConn;
+use crate::db_write;
+use crate::error::{StoreError, VersionConflict};
+use crate::ids;
+use crate::schema::{document_types, documents};
+use diesel::prelude::*;
+use wpds_contract::types::{Document, DocumentPhase, DocumentScope, DocumentSource, DocumentStatus};
+
+/// A stored document, as its table holds it.
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = documents)]
+struct DocumentRow {
+    id: i64,
+    project_id: Option<i64>,
+    company_id: Option<i64>,
+    scope: String,
+    type_id: Option<i64>,
+    source: String,
+    status: String,
+    name: String,
+    notes: String,
+    is_confidential: bool,
+    phases: String,
+    item_ids: String,
+    external_url: Option<String>,
+    original_filename: Option<String>,
+    mime_type: Option<String>,
+    size_bytes: Option<i64>,
+    created_by: Option<i64>,
+    created_at: i64,
+    updated_at: i64,
+    version: i64,
+}
+
+/// Reads a stored wire value (an enum's JSON string, or a JSON list) back into its type.
+fn stored<T: serde::de::DeserializeOwned>(
+    value: serde_json::Value,
+    what: &str,
+    id: i64,
+) -> Result<T, StoreError> {
+    serde_json::from_value(value)
+        .map_err(|e| StoreError::Internal(format!("document {id}: bad stored {what}: {e}")))
+}
+
+impl DocumentRow {
+    fn into_document(self, document_types: Vec<String>) -> Result<Document, StoreError> {
+        let id = self.id;
+        let text = |s: String| serde_json::Value::String(s);
+        let json = |s: &str| serde_json::from_str::<serde_json::Value>(s).unwrap_or(serde_json::Value::Null);
+        Ok(Document {
+            id: ids::show(id),
+            project_id: self.project_id.map(ids::show),
+            company_id: self.company_id.map(ids::show),
+            document_types,
+            scope: stored::<DocumentScope>(text(self.scope), "scope", id)?,
+            type_id: self.type_id.map(ids::show),
+            source: stored::<DocumentSource>(text(self.source), "source", id)?,
+            status: stored::<DocumentStatus>(text(self.status), "status", id)?,
+            name: self.name,
+            notes: self.notes,
+            is_confidential: self.is_confidential,
+            phases: stored::<Vec<DocumentPhase>>(json(&self.phases), "phases", id)?,
+            item_ids: stored::<Vec<String>>(json(&self.item_ids), "itemIds", id)?,
+            external_url: self.external_url,
+            original_filename: self.original_filename,
+            mime_type: self.mime_type,
+            size_bytes: self.size_bytes,
+            created_by: self.created_by.map(ids::show),
+            created_at: format_millis(self.created_at),
+            updated_at: format_millis(self.updated_at),
+            version: self.version,
+        })
+    }
+}
+
+/// Sets (or clears) the type of a document of `project` in `workspace_id`.
+///
+/// Rules, in order: not found unless the document is in the path's project of the
+/// workspace; 422 `type_not_applicable` for a type that is not one of its
+/// `documentTypes`; `version_conflict` for a stale `expected_version`.
+pub fn assign_type(
+    conn: &mut DbConn,
+    workspace_id: i64,
+    project: &str,
+    document: &str,
+    type_id: Option<String>,
+    expected_version: i64,
+) -> Result<Document, StoreError> {
+    let not_found = || StoreError::NotFound(format!("document {document} in project {project}"));
+    let (Some(project_id), Some(document_id)) = (ids::parse(project), ids::parse(document)) else {
+        return Err(not_found());
+    };
+    db_write!(conn => {
+        let row: DocumentRow = documents::table
+            .filter(documents::id.eq(document_id))
+            .filter(documents::workspace_id.eq(workspace_id))
+            .filter(documents::project_id.eq(project_id))
+            .select(DocumentRow::as_select())
+            .first(conn)
+            .optional()?
+            .ok_or_else(not_found)?;
+        let mut applicable: Vec<i64> = document_types::table
+            .filter(document_types::workspace_id.eq(workspace_id))
+            .filter(document_types::scope.eq(&row.scope))
+            .select(document_types::id)
+            .load(conn)?;
+        applicable.sort_unstable();
+        let type_ids: Vec<String> = applicable.iter().copied().map(ids::show).collect();
+        let new_type = match &type_id {
+            None => None,
+            Some(text) => match ids::parse(text).filter(|id| applicable.contains(id)) {
+                Some(id) => Some(id),
+                None => {
+                    return Err(StoreError::rule(
+                        "type_not_applicable",
+                        "/typeId",
+                        format!("type {text} is not one of the document's documentTypes"),
+                    ));
+                }
+            },
+        };
+        let updated: Option<DocumentRow> = diesel::update(
+            documents::table.filter(documents::id.eq(document_id)).filter(documents::version.eq(expected_version)),
+        )
+        .set((
+            documents::type_id.eq(new_type),
+            documents::version.eq(documents::version + 1),
+            documents::updated_at.eq(now_millis()),
+        ))
+        .returning(DocumentRow::as_returning())
+        .get_result(conn)
+        .optional()?;
+        match updated {
+            Some(row) => row.into_document(type_ids),
+            None => {
+                let current_version = row.version;
+                let current = row.into_document(type_ids)?;
+                Err(StoreError::VersionConflict(Box::new(VersionConflict {
+                    detail: format!("The document is at version {current_version}, not {expected_version}."),
+                    current_version: Some(current_version),
+                    current_revision: None,
+                    current: Some(serde_json::to_value(&current).map_err(|e| StoreError::Internal(e.to_string()))?),
+                    conflicts: None,
+                })))
+            }
+        }
+    })
+}

@@ -1,1 +1,0 @@
-//! Loading fixture files (`wpds seed FILE.json`): placeholder until the loader lands.

@@ -1,0 +1,217 @@
+//! The per-user time log (operation 4.9).
+//!
+//! A cell is (user, project, date, phase). A cell never written is at version 1 with
+//! hours `"0.00"`; the first write expects version 1 and creates version 2. Hours are
+//! kept in hundredths and answered canonically with two decimals.
+//!
+//! A write is one `UPDATE … WHERE version = expected RETURNING …`; only when no row
+//! matched and the client expects a never-written cell is an `INSERT … ON CONFLICT DO
+//! NOTHING` tried. Either way the version check and the write are one statement, so two
+//! writers can never both succeed with the same expected version.
+
+use crate::clock::now_millis;
+use crate::db::DbConn;
+use crate::db_write;
+use crate::error::{StoreError, VersionConflict};
+use crate::ids;
+use crate::schema::{projects, time_log_entries as cells};
+use diesel::prelude::*;
+use serde_json::{Value, json};
+use wpds_contract::types::{TimeLogEntry, TimeLogEntryPhase};
+
+/// The most hours one cell holds.
+const MAX_HOURS_CENTI: i64 = 24_00;
+
+/// One write of the caller's own cell.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CellWrite {
+    /// The workspace of the path.
+    pub workspace_id: i64,
+    /// The caller.
+    pub user_id: i64,
+    /// The project id as sent.
+    pub project_id: String,
+    /// `YYYY-MM-DD`, already checked by the contract.
+    pub date: String,
+    /// The phase's wire value (`general` when the request has none).
+    pub phase: String,
+    /// Hours as sent (`7.5`), already matching the contract's pattern.
+    pub hours: String,
+    /// The version the client saw.
+    pub expected_version: i64,
+    /// The note (`""` when the request has none).
+    pub note: String,
+    /// Billable (`true` when the request has none).
+    pub billable: bool,
+}
+
+type CellRow = (i64, i64, String, String, i64, String, bool, i64);
+
+const CELL_COLUMNS: (
+    cells::id,
+    cells::project_id,
+    cells::entry_date,
+    cells::phase,
+    cells::hours_centi,
+    cells::note,
+    cells::billable,
+    cells::version,
+) = (
+    cells::id,
+    cells::project_id,
+    cells::entry_date,
+    cells::phase,
+    cells::hours_centi,
+    cells::note,
+    cells::billable,
+    cells::version,
+);
+
+/// Reads `hours` (one or two digits, optionally a dot and one or two digits) in hundredths.
+pub fn parse_hours(hours: &str) -> Option<i64> {
+    let (whole, fraction) = hours.split_once('.').unwrap_or((hours, ""));
+    if whole.is_empty()
+        || whole.len() > 2
+        || fraction.len() > 2
+        || (hours.contains('.') && fraction.is_empty())
+    {
+        return None;
+    }
+    if !whole.bytes().chain(fraction.bytes()).all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let whole: i64 = whole.parse().ok()?;
+    let fraction: i64 = format!("{fraction:0<2}").parse().ok()?;
+    Some(whole * 100 + fraction)
+}
+
+/// `750` → `"7.50"`.
+pub fn format_hours(centi: i64) -> String {
+    format!("{}.{:02}", centi / 100, centi % 100)
+}
+
+fn entry(row: CellRow) -> Result<TimeLogEntry, StoreError> {
+    let (id, project_id, date, phase, hours, note, billable, version) = row;
+    let phase: TimeLogEntryPhase = serde_json::from_value(Value::String(phase.clone()))
+        .map_err(|_| StoreError::Internal(format!("time-log entry {id} has an unknown phase {phase}")))?;
+    Ok(TimeLogEntry {
+        id: ids::show(id),
+        project_id: ids::show(project_id),
+        phase,
+        date,
+        hours: format_hours(hours),
+        note,
+        billable,
+        version,
+    })
+}
+
+/// Writes one cell of the caller's time log.
+///
+/// Rules, in order: 422 `unknown_project`, 422 `hours_out_of_range`, then
+/// `version_conflict` (for a never-written cell: current version 1, current `null`).
+pub fn set_cell(conn: &mut DbConn, write: CellWrite) -> Result<TimeLogEntry, StoreError> {
+    let hours = parse_hours(&write.hours)
+        .ok_or_else(|| StoreError::rule("hours_out_of_range", "/hours", "hours must be like 7.5"))?;
+    let project_id = ids::parse(&write.project_id);
+    db_write!(conn => {
+        let known: i64 = match project_id {
+            Some(id) => projects::table
+                .filter(projects::id.eq(id))
+                .filter(projects::workspace_id.eq(write.workspace_id))
+                .count()
+                .get_result(conn)?,
+            None => 0,
+        };
+        let Some(project_id) = project_id.filter(|_| known > 0) else {
+            return Err(StoreError::rule(
+                "unknown_project",
+                "/projectId",
+                format!("project {} is not in this workspace", write.project_id),
+            ));
+        };
+        if hours > MAX_HOURS_CENTI {
+            return Err(StoreError::rule("hours_out_of_range", "/hours", "a cell holds at most 24 hours"));
+        }
+        let now = now_millis();
+        let cell = cells::table
+            .filter(cells::user_id.eq(write.user_id))
+            .filter(cells::project_id.eq(project_id))
+            .filter(cells::entry_date.eq(&write.date))
+            .filter(cells::phase.eq(&write.phase));
+        let updated: Option<CellRow> = diesel::update(cell.filter(cells::version.eq(write.expected_version)))
+            .set((
+                cells::hours_centi.eq(hours),
+                cells::note.eq(&write.note),
+                cells::billable.eq(write.billable),
+                cells::version.eq(cells::version + 1),
+                cells::updated_at.eq(now),
+            ))
+            .returning(CELL_COLUMNS)
+            .get_result(conn)
+            .optional()?;
+        if let Some(row) = updated {
+            return entry(row);
+        }
+        if write.expected_version == 1 {
+            let inserted: Option<CellRow> = diesel::insert_into(cells::table)
+                .values((
+                    cells::workspace_id.eq(write.workspace_id),
+                    cells::user_id.eq(write.user_id),
+                    cells::project_id.eq(project_id),
+                    cells::entry_date.eq(&write.date),
+                    cells::phase.eq(&write.phase),
+                    cells::hours_centi.eq(hours),
+                    cells::note.eq(&write.note),
+                    cells::billable.eq(write.billable),
+                    cells::version.eq(2_i64),
+                    cells::updated_at.eq(now),
+                ))
+                .on_conflict_do_nothing()
+                .returning(CELL_COLUMNS)
+                .get_result(conn)
+                .optional()?;
+            if let Some(row) = inserted {
+                return entry(row);
+            }
+        }
+        let current: Option<CellRow> = cell.select(CELL_COLUMNS).first(conn).optional()?;
+        let (current_version, current) = match current {
+            Some(row) => {
+                let entry = entry(row)?;
+                (entry.version, json!({ "entry": entry }))
+            }
+            None => (1, Value::Null),
+        };
+        Err(StoreError::VersionConflict(Box::new(VersionConflict {
+            detail: format!("The cell is at version {current_version}, not {}.", write.expected_version),
+            current_version: Some(current_version),
+            current_revision: None,
+            current: Some(current),
+            conflicts: None,
+        })))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hours_are_read_in_hundredths_and_shown_with_two_decimals() {
+        for (text, centi, shown) in [
+            ("7.5", 750, "7.50"),
+            ("07.50", 750, "7.50"),
+            ("24", 2400, "24.00"),
+            ("0", 0, "0.00"),
+            ("99.99", 9999, "99.99"),
+            ("0.05", 5, "0.05"),
+        ] {
+            assert_eq!(parse_hours(text), Some(centi), "{text}");
+            assert_eq!(format_hours(centi), shown);
+        }
+        for bad in ["", "7.", ".5", "100", "7.555", "a"] {
+            assert_eq!(parse_hours(bad), None, "{bad}");
+        }
+    }
+}

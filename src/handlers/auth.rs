@@ -1,0 +1,30 @@
+//! Token refresh (4.2).
+
+use crate::error::ApiError;
+use crate::operations::{Reply, RequestContext};
+use crate::state::AppState;
+use wpds_contract::types::*;
+use wpds_storage::auth;
+
+/// `refresh_token`.
+pub async fn refresh_token(
+    state: &AppState,
+    ctx: RequestContext,
+    body: RefreshTokenRequest,
+) -> Result<Reply<TokenPair>, ApiError> {
+    let lifetimes = state.lifetimes;
+    let outcome = state.run(move |conn| auth::refresh(conn, &body.refresh_token, lifetimes)).await?;
+    match outcome {
+        Ok(pair) => Ok(Reply::new(TokenPair {
+            access_token: pair.access_token,
+            refresh_token: pair.refresh_token,
+            token_type: TokenPairTokenType::Bearer,
+            expires_in: pair.expires_in,
+            refresh_expires_in: pair.refresh_expires_in,
+        })),
+        Err(refusal) => {
+            log::info!("request {}: refresh refused: {refusal:?}", ctx.request_id);
+            Err(ApiError::InvalidGrant)
+        }
+    }
+}

@@ -1,0 +1,30 @@
+//! The caller's own time log (4.9).
+
+use super::record_id;
+use crate::error::ApiError;
+use crate::operations::{Reply, RequestContext};
+use crate::state::AppState;
+use wpds_contract::types::*;
+use wpds_storage::time_log;
+
+/// `set_own_time_log_cell`.
+pub async fn set_own_time_log_cell(
+    state: &AppState,
+    ctx: RequestContext,
+    path: SetOwnTimeLogCellPath,
+    body: SetTimeLogCellRequest,
+) -> Result<Reply<TimeLogCellResult>, ApiError> {
+    let write = time_log::CellWrite {
+        workspace_id: record_id(&path.workspace_id, "workspace")?,
+        user_id: ctx.caller()?.user_id,
+        project_id: body.project_id,
+        date: body.date,
+        phase: body.phase.map_or("general", TimeLogPhase::as_str).to_owned(),
+        hours: body.hours,
+        expected_version: body.expected_version,
+        note: body.note.unwrap_or_default(),
+        billable: body.billable.unwrap_or(true),
+    };
+    let entry = state.run(move |conn| time_log::set_cell(conn, write)).await?;
+    Ok(Reply::new(TimeLogCellResult { entry }))
+}
