@@ -2,9 +2,17 @@
 //! random port and talks HTTP to it. Every response any test receives is checked against
 //! the document (declared status, media type and schema) by `support`.
 
+mod admin;
 mod auth;
+mod catalog;
+mod categories;
+mod contacts;
 mod documents;
+mod documents_api;
+mod exports;
 mod http_errors;
+mod imports;
+mod receipts;
 mod request_validation;
 mod support;
 mod time_log;

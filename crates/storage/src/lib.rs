@@ -16,12 +16,19 @@
 //! - Timestamps are milliseconds since the Unix epoch (both engines keep them exactly).
 
 pub mod auth;
+pub mod catalog;
 pub mod categories;
 pub mod clock;
+pub mod companies;
+pub mod contacts;
+pub mod credits;
 pub mod db;
 pub mod documents;
 pub mod error;
+pub mod exports;
 pub mod ids;
+pub mod imports;
+pub mod receipts;
 pub mod schema;
 pub mod seed;
 pub mod takeoff;

@@ -1,0 +1,1 @@
+//! Placeholder: implemented with its operation.
