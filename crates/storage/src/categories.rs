@@ -173,3 +173,14 @@ enum Target {
     ProductType(i64),
     Category(i64),
 }
+
+/// The item columns configured for a product type and whether each is active, by column id
+/// (for operators and tests; the API has no read operation for it).
+pub fn column_activations(conn: &mut DbConn, product_type_id: i64) -> Result<Vec<(i64, bool)>, StoreError> {
+    let mut rows: Vec<(i64, bool)> = crate::db_run!(conn => product_type_columns::table
+        .filter(product_type_columns::product_type_id.eq(product_type_id))
+        .select((product_type_columns::item_column_id, product_type_columns::is_active))
+        .load(conn))?;
+    rows.sort_unstable();
+    Ok(rows)
+}
