@@ -6,6 +6,7 @@ mod admin;
 mod auth;
 mod catalog;
 mod categories;
+mod cli;
 mod contacts;
 mod documents;
 mod documents_api;
