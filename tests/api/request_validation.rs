@@ -343,3 +343,14 @@ fn malformed_json_and_a_missing_body_are_validation_failures() {
         app.request("PUT", CELLS).header("content-type", "application/json").raw(b"[]".to_vec()).send();
     assert_rejected(&response, "body", "", "type");
 }
+
+#[test]
+fn a_body_with_a_duplicate_key_is_refused_rather_than_guessed() {
+    let app = spawn_app();
+    let body =
+        br#"{"projectId": "7", "projectId": "8", "date": "2026-11-20", "hours": "1", "expectedVersion": 1}"#;
+    let response =
+        app.request("PUT", CELLS).header("content-type", "application/json").raw(body.to_vec()).send();
+    assert_rejected(&response, "body", "", "json");
+    assert!(response.text().contains("duplicate key"), "{}", response.text());
+}

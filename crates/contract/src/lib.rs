@@ -16,6 +16,7 @@
 pub mod document;
 pub mod problem;
 pub mod responses;
+pub mod strict_json;
 pub mod validation;
 pub mod wire;
 

@@ -97,23 +97,21 @@ impl Contract {
         collect_errors(&op.query, &query_value, ProblemErrorIn::Query, &mut errors);
 
         let body_value = match (&op.body, body) {
-            (Some(validator), Some(bytes)) if !bytes.is_empty() => {
-                match serde_json::from_slice::<Value>(bytes) {
-                    Ok(value) => {
-                        collect_errors(validator, &value, ProblemErrorIn::Body, &mut errors);
-                        Some(value)
-                    }
-                    Err(e) => {
-                        errors.push(ProblemError::new(
-                            ProblemErrorIn::Body,
-                            "",
-                            "json",
-                            format!("the body is not valid JSON: {e}"),
-                        ));
-                        None
-                    }
+            (Some(validator), Some(bytes)) if !bytes.is_empty() => match crate::strict_json::parse(bytes) {
+                Ok(value) => {
+                    collect_errors(validator, &value, ProblemErrorIn::Body, &mut errors);
+                    Some(value)
                 }
-            }
+                Err(e) => {
+                    errors.push(ProblemError::new(
+                        ProblemErrorIn::Body,
+                        "",
+                        "json",
+                        format!("the body is not valid JSON: {e}"),
+                    ));
+                    None
+                }
+            },
             (Some(_), _) => {
                 errors.push(ProblemError::new(
                     ProblemErrorIn::Body,
