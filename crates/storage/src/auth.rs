@@ -87,6 +87,27 @@ fn mint(prefix: &str) -> String {
     format!("{prefix}{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
 }
 
+/// Stores the hashes of a new pair on `login` (inside the caller's transaction; a macro so
+/// the one body serves both engines' connections).
+macro_rules! insert_pair {
+    ($conn:ident, $login:expr, $pair:expr, $now:expr, $lifetimes:expr) => {
+        for (kind, token, ttl) in [
+            (ACCESS, &$pair.access_token, $lifetimes.access),
+            (REFRESH, &$pair.refresh_token, $lifetimes.refresh),
+        ] {
+            diesel::insert_into(tokens::table)
+                .values((
+                    tokens::login_id.eq($login),
+                    tokens::kind.eq(kind),
+                    tokens::token_hash.eq(hash_token(token)),
+                    tokens::expires_at.eq($now + ttl.as_millis() as i64),
+                    tokens::created_at.eq($now),
+                ))
+                .execute($conn)?;
+        }
+    };
+}
+
 /// Starts a login for `user_id` and issues its first pair (`wpds token issue`).
 pub fn issue(conn: &mut DbConn, user_id: i64, lifetimes: TokenLifetimes) -> Result<IssuedPair, StoreError> {
     db_write!(conn => {
@@ -100,17 +121,7 @@ pub fn issue(conn: &mut DbConn, user_id: i64, lifetimes: TokenLifetimes) -> Resu
             .returning(logins::id)
             .get_result(conn)?;
         let pair = new_pair(lifetimes);
-        for (kind, token, ttl) in [(ACCESS, &pair.access_token, lifetimes.access), (REFRESH, &pair.refresh_token, lifetimes.refresh)] {
-            diesel::insert_into(tokens::table)
-                .values((
-                    tokens::login_id.eq(login),
-                    tokens::kind.eq(kind),
-                    tokens::token_hash.eq(hash_token(token)),
-                    tokens::expires_at.eq(now + ttl.as_millis() as i64),
-                    tokens::created_at.eq(now),
-                ))
-                .execute(conn)?;
-        }
+        insert_pair!(conn, login, &pair, now, lifetimes);
         Ok(pair)
     })
 }
@@ -186,17 +197,7 @@ pub fn refresh(
             return Ok(Err(RefreshRefusal::Reused));
         }
         let pair = new_pair(lifetimes);
-        for (kind, token, ttl) in [(ACCESS, &pair.access_token, lifetimes.access), (REFRESH, &pair.refresh_token, lifetimes.refresh)] {
-            diesel::insert_into(tokens::table)
-                .values((
-                    tokens::login_id.eq(login),
-                    tokens::kind.eq(kind),
-                    tokens::token_hash.eq(hash_token(token)),
-                    tokens::expires_at.eq(now + ttl.as_millis() as i64),
-                    tokens::created_at.eq(now),
-                ))
-                .execute(conn)?;
-        }
+        insert_pair!(conn, login, &pair, now, lifetimes);
         Ok(Ok(pair))
     })
 }

@@ -45,27 +45,19 @@ pub struct CellWrite {
     pub billable: bool,
 }
 
-type CellRow = (i64, i64, String, String, i64, String, bool, i64);
-
-const CELL_COLUMNS: (
-    cells::id,
-    cells::project_id,
-    cells::entry_date,
-    cells::phase,
-    cells::hours_centi,
-    cells::note,
-    cells::billable,
-    cells::version,
-) = (
-    cells::id,
-    cells::project_id,
-    cells::entry_date,
-    cells::phase,
-    cells::hours_centi,
-    cells::note,
-    cells::billable,
-    cells::version,
-);
+/// A stored cell.
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = cells)]
+struct CellRow {
+    id: i64,
+    project_id: i64,
+    entry_date: String,
+    phase: String,
+    hours_centi: i64,
+    note: String,
+    billable: bool,
+    version: i64,
+}
 
 /// Reads `hours` (one or two digits, optionally a dot and one or two digits) in hundredths.
 pub fn parse_hours(hours: &str) -> Option<i64> {
@@ -91,7 +83,8 @@ pub fn format_hours(centi: i64) -> String {
 }
 
 fn entry(row: CellRow) -> Result<TimeLogEntry, StoreError> {
-    let (id, project_id, date, phase, hours, note, billable, version) = row;
+    let CellRow { id, project_id, entry_date: date, phase, hours_centi: hours, note, billable, version } =
+        row;
     let phase: TimeLogEntryPhase = serde_json::from_value(Value::String(phase.clone()))
         .map_err(|_| StoreError::Internal(format!("time-log entry {id} has an unknown phase {phase}")))?;
     Ok(TimeLogEntry {
@@ -147,7 +140,7 @@ pub fn set_cell(conn: &mut DbConn, write: CellWrite) -> Result<TimeLogEntry, Sto
                 cells::version.eq(cells::version + 1),
                 cells::updated_at.eq(now),
             ))
-            .returning(CELL_COLUMNS)
+            .returning(CellRow::as_returning())
             .get_result(conn)
             .optional()?;
         if let Some(row) = updated {
@@ -168,14 +161,14 @@ pub fn set_cell(conn: &mut DbConn, write: CellWrite) -> Result<TimeLogEntry, Sto
                     cells::updated_at.eq(now),
                 ))
                 .on_conflict_do_nothing()
-                .returning(CELL_COLUMNS)
+                .returning(CellRow::as_returning())
                 .get_result(conn)
                 .optional()?;
             if let Some(row) = inserted {
                 return entry(row);
             }
         }
-        let current: Option<CellRow> = cell.select(CELL_COLUMNS).first(conn).optional()?;
+        let current: Option<CellRow> = cell.select(CellRow::as_select()).first(conn).optional()?;
         let (current_version, current) = match current {
             Some(row) => {
                 let entry = entry(row)?;
