@@ -215,7 +215,6 @@ fn a_fixed_scope_needs_project_ids_and_an_all_scope_takes_none() {
         (json!({"mode": "fixed"}), "/configuration/projectScope"),
         (json!({"mode": "fixed", "projectIds": []}), "/configuration/projectScope/projectIds"),
         (json!({"mode": "all", "projectIds": ["7"]}), "/configuration/projectScope/projectIds"),
-        (json!({"mode": "all", "projectIds": []}), "/configuration/projectScope/projectIds"),
         (json!({"mode": "all", "projectIds": ["20"]}), "/configuration/projectScope/projectIds"),
     ];
     for (scope, pointer) in cases {
@@ -232,6 +231,11 @@ fn an_all_scope_without_project_ids_is_accepted() {
     let response = create(&app, &with_scope(KEY, json!({"mode": "all"})));
     assert_eq!(response.status, 201, "{}", response.text());
     assert_eq!(response.json()["configuration"]["projectScope"], json!({"mode": "all"}));
+    let empty_list = create(
+        &app,
+        &with_scope("1f1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d", json!({"mode": "all", "projectIds": []})),
+    );
+    assert_eq!(empty_list.status, 201, "an empty list names no project: {}", empty_list.text());
 
     let minimal = json!({
         "requestId": "0f1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d",

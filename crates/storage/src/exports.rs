@@ -9,7 +9,7 @@
 //! 1. the key is already stored: the same body (compared as parsed JSON) replays the stored
 //!    201 body and creates nothing; another body is 422 `idempotency_key_reused`;
 //! 2. 422 `invalid_scope`: mode `fixed` needs one or more `projectIds`, mode `all` takes
-//!    none;
+//!    none (an empty list counts as none);
 //! 3. 422 `unknown_project` for every `projectIds` entry that is not a project of the
 //!    workspace.
 //!
@@ -89,14 +89,15 @@ fn check_rules(request: &CreateExportRequest, known: &HashSet<i64>) -> Result<()
                 "mode fixed needs one or more projectIds",
             ));
         }
-        (ExportProjectScopeMode::All, Some(_)) => {
+        (ExportProjectScopeMode::All, Some([_, ..])) => {
             return Err(StoreError::rule(
                 "invalid_scope",
                 format!("{SCOPE}/projectIds"),
                 "mode all takes no projectIds",
             ));
         }
-        (ExportProjectScopeMode::Fixed, Some(_)) | (ExportProjectScopeMode::All, None) => {}
+        // An empty list names no project, so `all` with `[]` is `all` (SDKs send empty lists).
+        (ExportProjectScopeMode::Fixed, Some(_)) | (ExportProjectScopeMode::All, None | Some([])) => {}
     }
     let unknown: Vec<RuleViolation> = scope
         .project_ids
