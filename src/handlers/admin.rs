@@ -1,26 +1,40 @@
-//! Administrative operations (4.6, 4.10).
+//! Administrative operations (4.6, 4.10). The pipeline has already checked that the caller
+//! is a platform administrator.
 
+use super::record_id;
 use crate::error::ApiError;
 use crate::operations::{Reply, RequestContext};
 use crate::state::AppState;
 use wpds_contract::types::*;
+use wpds_storage::{companies, credits};
 
-/// `retire_global_company`: not implemented yet.
+/// `retire_global_company`: retires a global company once, writing the audit log.
 pub async fn retire_global_company(
-    _state: &AppState,
-    _ctx: RequestContext,
-    _path: RetireGlobalCompanyPath,
-    _body: RetireCompanyRequest,
+    state: &AppState,
+    ctx: RequestContext,
+    path: RetireGlobalCompanyPath,
+    body: RetireCompanyRequest,
 ) -> Result<Reply<GlobalCompany>, ApiError> {
-    Err(ApiError::NotImplemented)
+    let company_id = record_id(&path.company_id, "global company")?;
+    let actor = ctx.caller()?.user_id;
+    let company = state.run(move |conn| companies::retire(conn, company_id, actor, &body.reason)).await?;
+    Ok(Reply::new(company))
 }
 
-/// `reset_assistant_credit_allowance`: not implemented yet.
+/// `reset_assistant_credit_allowance`: sets a user's used credits of one cycle to 0.
 pub async fn reset_assistant_credit_allowance(
-    _state: &AppState,
-    _ctx: RequestContext,
-    _path: ResetAssistantCreditAllowancePath,
-    _body: ResetCreditAllowanceRequest,
+    state: &AppState,
+    ctx: RequestContext,
+    path: ResetAssistantCreditAllowancePath,
+    body: ResetCreditAllowanceRequest,
 ) -> Result<Reply<CreditResetResult>, ApiError> {
-    Err(ApiError::NotImplemented)
+    let reset = credits::CreditReset {
+        workspace_id: record_id(&path.workspace_id, "workspace")?,
+        user_id: body.user_id,
+        cycle: body.cycle,
+        reason: body.reason,
+        reset_by: ctx.caller()?.user_id,
+    };
+    state.run(move |conn| credits::reset_allowance(conn, reset)).await?;
+    Ok(Reply::new(CreditResetResult::new()))
 }

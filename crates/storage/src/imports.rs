@@ -1,1 +1,278 @@
-//! Placeholder: implemented with its operation.
+//! Assistant imports: replacing the takeoff-to-area mappings of an import (operation 4.5).
+//!
+//! Rules, in order (the first failing one answers, nothing changes on any of them):
+//! 1. not found unless the import is in the path's workspace;
+//! 2. 409 `import_kind_mismatch` unless its kind is `takeoff`;
+//! 3. 409 `import_not_editable` unless its status is `review`;
+//! 4. 422 `project_mismatch` (`/projectId`) if `projectId` is not its target project;
+//! 5. 422 `duplicate_source_key` (`/areaMappings/N/sourceKey`) for every mapping whose
+//!    `sourceKey` an earlier mapping already uses;
+//! 6. 409 `version_conflict` for any `expectedVersion` other than the current version
+//!    (0, negatives and huge values included), carrying `currentVersion` and `current`
+//!    (the import as a 200 shows it).
+//!
+//! Success replaces the takeoff: the analysed `sourceKeys` are kept, `groupingLevel` and
+//! `areaMappings` come from the request; `version` rises by 1, `updatedAt` is now, and the
+//! issue counts, issue summary and `publishable` are recomputed with
+//! [`crate::takeoff::issue_counts`] against the target project's areas. The version check
+//! and the write are one `UPDATE … WHERE id = ? AND version = ?` inside the transaction.
+
+use crate::clock::{format_millis, now_millis};
+use crate::db::DbConn;
+use crate::db_write;
+use crate::error::{RuleViolation, StateConflict, StoreError, VersionConflict};
+use crate::ids;
+use crate::schema::{assistant_imports, project_areas};
+use crate::takeoff::issue_counts;
+use diesel::prelude::*;
+use serde_json::{Map, Value, json};
+use std::collections::{HashMap, HashSet};
+use wpds_contract::types::{
+    AssistantImport, AssistantImportCounts, AssistantImportIssueSummary, AssistantImportKind,
+    AssistantImportStatus, AssistantImportTarget, ReplaceTakeoffMappingsRequest,
+};
+
+/// A stored assistant import, as its table holds it.
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = assistant_imports)]
+struct ImportRow {
+    id: i64,
+    kind: String,
+    status: String,
+    target_kind: String,
+    target_project_id: i64,
+    version: i64,
+    analysis_revision: i64,
+    conversation: String,
+    document: String,
+    progress: String,
+    takeoff: String,
+    source_selection: String,
+    column_mappings: String,
+    value_mappings: String,
+    review_draft: String,
+    publish_result: String,
+    source_snapshot: String,
+    blocking_issues: i64,
+    warning_issues: i64,
+    publishable: bool,
+    created_at: i64,
+    updated_at: i64,
+}
+
+impl ImportRow {
+    /// The import as the contract shows it.
+    fn into_import(self) -> Result<AssistantImport, StoreError> {
+        let id = self.id;
+        let bad = |what: &str, e: serde_json::Error| {
+            StoreError::Internal(format!("assistant import {id}: bad stored {what}: {e}"))
+        };
+        let parse = |what: &str, text: &str| serde_json::from_str::<Value>(text).map_err(|e| bad(what, e));
+        let object = |what: &str, text: &str| -> Result<Map<String, Value>, StoreError> {
+            match parse(what, text)? {
+                Value::Object(map) => Ok(map),
+                other => Err(StoreError::Internal(format!(
+                    "assistant import {id}: stored {what} is not an object: {other}"
+                ))),
+            }
+        };
+        Ok(AssistantImport {
+            id: ids::show(id),
+            target: AssistantImportTarget {
+                kind: self.target_kind,
+                project_id: ids::show(self.target_project_id),
+            },
+            status: typed(id, "status", Value::String(self.status))?,
+            kind: typed(id, "kind", Value::String(self.kind))?,
+            version: self.version,
+            analysis_revision: self.analysis_revision,
+            conversation: typed(id, "conversation", parse("conversation", &self.conversation)?)?,
+            document: typed(id, "document", parse("document", &self.document)?)?,
+            progress: typed(id, "progress", parse("progress", &self.progress)?)?,
+            counts: AssistantImportCounts {
+                blocking_issues: self.blocking_issues,
+                warning_issues: self.warning_issues,
+            },
+            issue_summary: AssistantImportIssueSummary {
+                blocking: self.blocking_issues,
+                warning: self.warning_issues,
+            },
+            publishable: self.publishable,
+            created_at: format_millis(self.created_at),
+            updated_at: format_millis(self.updated_at),
+            takeoff: object("takeoff", &self.takeoff)?,
+            source_selection: object("sourceSelection", &self.source_selection)?,
+            column_mappings: object("columnMappings", &self.column_mappings)?,
+            value_mappings: object("valueMappings", &self.value_mappings)?,
+            review_draft: object("reviewDraft", &self.review_draft)?,
+            publish_result: object("publishResult", &self.publish_result)?,
+            source_snapshot: object("sourceSnapshot", &self.source_snapshot)?,
+        })
+    }
+}
+
+/// A stored wire value (an enum's JSON string, a stored object) read back into its type.
+fn typed<T: serde::de::DeserializeOwned>(id: i64, what: &str, value: Value) -> Result<T, StoreError> {
+    serde_json::from_value(value)
+        .map_err(|e| StoreError::Internal(format!("assistant import {id}: bad stored {what}: {e}")))
+}
+
+/// A `409` state conflict without a `current` body.
+fn state_conflict(code: &'static str, detail: String) -> StoreError {
+    StoreError::State(Box::new(StateConflict { code, detail, current: None, violations: Vec::new() }))
+}
+
+/// `version_conflict` carrying `row` as a 200 would show it.
+fn version_conflict(row: ImportRow, expected_version: i64) -> StoreError {
+    let current_version = row.version;
+    let current = match row
+        .into_import()
+        .and_then(|import| serde_json::to_value(import).map_err(|e| StoreError::Internal(e.to_string())))
+    {
+        Ok(current) => current,
+        Err(e) => return e,
+    };
+    StoreError::VersionConflict(Box::new(VersionConflict {
+        detail: format!("The import is at version {current_version}, not {expected_version}."),
+        current_version: Some(current_version),
+        current_revision: None,
+        current: Some(current),
+        conflicts: None,
+    }))
+}
+
+/// Every mapping whose `sourceKey` an earlier mapping already uses, pointing at the later one.
+fn duplicate_source_keys(request: &ReplaceTakeoffMappingsRequest) -> Vec<RuleViolation> {
+    let mut first_at: HashMap<&str, usize> = HashMap::new();
+    let mut duplicates = Vec::new();
+    for (i, mapping) in request.area_mappings.iter().enumerate() {
+        match first_at.get(mapping.source_key.as_str()) {
+            Some(first) => duplicates.push(RuleViolation::new(
+                "duplicate_source_key",
+                format!("/areaMappings/{i}/sourceKey"),
+                format!("sourceKey {:?} is already mapped by /areaMappings/{first}", mapping.source_key),
+            )),
+            None => {
+                first_at.insert(&mapping.source_key, i);
+            }
+        }
+    }
+    duplicates
+}
+
+/// Replaces the takeoff mappings of import `import_id` of `workspace_id` (see the module
+/// documentation for the rules and their order).
+pub fn replace_takeoff(
+    conn: &mut DbConn,
+    workspace_id: i64,
+    import_id: i64,
+    request: ReplaceTakeoffMappingsRequest,
+) -> Result<AssistantImport, StoreError> {
+    let expected_version = request.expected_version;
+    db_write!(conn => {
+        let row: ImportRow = assistant_imports::table
+            .filter(assistant_imports::id.eq(import_id))
+            .filter(assistant_imports::workspace_id.eq(workspace_id))
+            .select(ImportRow::as_select())
+            .first(conn)
+            .optional()?
+            .ok_or_else(|| StoreError::NotFound(format!("assistant import {import_id}")))?;
+        if row.kind != AssistantImportKind::Takeoff.as_str() {
+            return Err(state_conflict(
+                "import_kind_mismatch",
+                format!("Import {import_id} is of kind {}; only a takeoff import has takeoff mappings.", row.kind),
+            ));
+        }
+        if row.status != AssistantImportStatus::Review.as_str() {
+            return Err(state_conflict(
+                "import_not_editable",
+                format!("The import is {}; only an import in review can be edited.", row.status),
+            ));
+        }
+        let target_project = ids::show(row.target_project_id);
+        if request.project_id != target_project {
+            return Err(StoreError::rule(
+                "project_mismatch",
+                "/projectId",
+                format!("project {} is not the import's target project {target_project}", request.project_id),
+            ));
+        }
+        let duplicates = duplicate_source_keys(&request);
+        if !duplicates.is_empty() {
+            return Err(StoreError::Rule(duplicates));
+        }
+        if row.version != expected_version {
+            return Err(version_conflict(row, expected_version));
+        }
+
+        let stored: Value = serde_json::from_str(&row.takeoff)
+            .map_err(|e| StoreError::Internal(format!("assistant import {import_id}: bad stored takeoff: {e}")))?;
+        let source_keys = stored.get("sourceKeys").cloned().unwrap_or_else(|| json!([]));
+        let area_mappings = serde_json::to_value(&request.area_mappings)
+            .map_err(|e| StoreError::Internal(e.to_string()))?;
+        let takeoff = json!({
+            "groupingLevel": request.grouping_level.as_str(),
+            "sourceKeys": source_keys,
+            "areaMappings": area_mappings,
+        });
+        let areas: HashSet<String> = project_areas::table
+            .filter(project_areas::project_id.eq(row.target_project_id))
+            .select(project_areas::id)
+            .load::<i64>(conn)?
+            .into_iter()
+            .map(ids::show)
+            .collect();
+        let counts = issue_counts(&takeoff, &areas);
+
+        let updated: Option<ImportRow> = diesel::update(
+            assistant_imports::table
+                .filter(assistant_imports::id.eq(import_id))
+                .filter(assistant_imports::version.eq(expected_version)),
+        )
+        .set((
+            assistant_imports::takeoff.eq(takeoff.to_string()),
+            assistant_imports::blocking_issues.eq(counts.blocking),
+            assistant_imports::warning_issues.eq(counts.warning),
+            assistant_imports::publishable.eq(counts.publishable()),
+            assistant_imports::version.eq(assistant_imports::version + 1),
+            assistant_imports::updated_at.eq(now_millis()),
+        ))
+        .returning(ImportRow::as_returning())
+        .get_result(conn)
+        .optional()?;
+        match updated {
+            Some(row) => row.into_import(),
+            None => {
+                // Changed since it was read (possible on PostgreSQL): answer with it as it is now.
+                let current: ImportRow = assistant_imports::table
+                    .filter(assistant_imports::id.eq(import_id))
+                    .select(ImportRow::as_select())
+                    .first(conn)?;
+                Err(version_conflict(current, expected_version))
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wpds_contract::types::{ReplaceTakeoffMappingsRequestGroupingLevel, TakeoffAreaMapping};
+
+    #[test]
+    fn every_later_duplicate_source_key_is_named() {
+        let mapping = |key: &str| TakeoffAreaMapping {
+            source_key: key.to_owned(),
+            area_id: "301".to_owned(),
+            excluded: false,
+        };
+        let request = ReplaceTakeoffMappingsRequest {
+            project_id: "7".to_owned(),
+            expected_version: 5,
+            grouping_level: ReplaceTakeoffMappingsRequestGroupingLevel::Total,
+            area_mappings: vec![mapping("a"), mapping("b"), mapping("a"), mapping("A"), mapping("a")],
+        };
+        let pointers: Vec<String> = duplicate_source_keys(&request).into_iter().map(|v| v.pointer).collect();
+        assert_eq!(pointers, ["/areaMappings/2/sourceKey", "/areaMappings/4/sourceKey"]);
+    }
+}
