@@ -1,16 +1,26 @@
-//! Company links (4.8).
+//! Company links (4.8): the rules live in [`wpds_storage::contacts`].
 
+use super::record_id;
 use crate::error::ApiError;
 use crate::operations::{Reply, RequestContext};
 use crate::state::AppState;
 use wpds_contract::types::*;
+use wpds_storage::contacts;
 
-/// `create_company_link`: not implemented yet.
+/// `create_company_link`: 201 with the new link.
 pub async fn create_company_link(
-    _state: &AppState,
+    state: &AppState,
     _ctx: RequestContext,
-    _path: CreateCompanyLinkPath,
-    _body: CreateCompanyLinkRequest,
+    path: CreateCompanyLinkPath,
+    body: CreateCompanyLinkRequest,
 ) -> Result<Reply<CompanyLink>, ApiError> {
-    Err(ApiError::NotImplemented)
+    let new = contacts::NewCompanyLink {
+        workspace_id: record_id(&path.workspace_id, "workspace")?,
+        main_company_id: body.main_company_id,
+        rep_company_id: body.rep_company_id,
+        main_person_id: body.main_person_id,
+        rep_person_id: body.rep_person_id,
+    };
+    let link = state.run(move |conn| contacts::create_link(conn, new)).await?;
+    Ok(Reply::new(link))
 }

@@ -1,16 +1,38 @@
-//! Commercial sync receipts (4.11).
+//! Commercial sync receipts (4.11): the listing and its cursors live in
+//! [`wpds_storage::receipts`]; a cursor this server did not issue for the listing is 400.
 
+use super::record_id;
 use crate::error::ApiError;
 use crate::operations::{Reply, RequestContext};
 use crate::state::AppState;
 use wpds_contract::types::*;
+use wpds_storage::receipts;
 
-/// `list_commercial_receipts`: not implemented yet.
+/// The page size when the request names none.
+const DEFAULT_LIMIT: i64 = 25;
+
+/// `list_commercial_receipts`: 200 with one page.
 pub async fn list_commercial_receipts(
-    _state: &AppState,
+    state: &AppState,
     _ctx: RequestContext,
-    _path: ListCommercialReceiptsPath,
-    _query: ListCommercialReceiptsQuery,
+    path: ListCommercialReceiptsPath,
+    query: ListCommercialReceiptsQuery,
 ) -> Result<Reply<CommercialReceiptPage>, ApiError> {
-    Err(ApiError::NotImplemented)
+    let listing = receipts::Listing {
+        workspace_id: record_id(&path.workspace_id, "workspace")?,
+        project_id: record_id(&path.project_id, "project")?,
+        outcome: query.outcome.map(|o| o.as_str().to_owned()),
+        limit: query.limit.unwrap_or(DEFAULT_LIMIT),
+        cursor: query.cursor,
+    };
+    let page =
+        state.run(move |conn| receipts::list(conn, listing)).await?.map_err(|receipts::ForeignCursor| {
+            ApiError::Validation(vec![ProblemError::new(
+                ProblemErrorIn::Query,
+                "cursor",
+                "format",
+                "not a cursor this server issued for this listing",
+            )])
+        })?;
+    Ok(Reply::new(page))
 }

@@ -362,3 +362,10 @@ diesel::allow_tables_to_appear_in_same_query!(
     tokens,
     audit_log,
 );
+
+diesel::table! {
+    server_secrets (name) {
+        name -> Text,
+        value -> Text,
+    }
+}
