@@ -46,8 +46,6 @@ pub enum ApiError {
     },
     /// 429 `rate_limited`, retry after the given seconds.
     RateLimited(u32),
-    /// 501 `not_implemented`.
-    NotImplemented,
     /// 503 `unavailable`, retry after the given seconds.
     Unavailable(u32),
     /// 500 `internal`; the text is logged, never sent.
@@ -89,7 +87,6 @@ impl ApiError {
             ApiError::Conflict(conflict) => conflict.code,
             ApiError::Unprocessable { code, .. } => code,
             ApiError::RateLimited(_) => "rate_limited",
-            ApiError::NotImplemented => "not_implemented",
             ApiError::Unavailable(_) => "unavailable",
             ApiError::Internal(_) => "internal",
         }

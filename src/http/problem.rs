@@ -62,7 +62,6 @@ pub fn respond(req: &HttpRequest, error: ApiError) -> HttpResponse {
             headers.push((RETRY_AFTER, seconds.to_string()));
             Problem::of(code, format!("Too many requests for this token; retry after {seconds} s."))
         }
-        ApiError::NotImplemented => Problem::of(code, "This operation is not implemented yet."),
         ApiError::Unavailable(seconds) => {
             headers.push((RETRY_AFTER, seconds.to_string()));
             Problem::of(code, format!("The database is not reachable; retry after {seconds} s."))

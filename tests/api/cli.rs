@@ -44,7 +44,13 @@ fn migrate_applies_the_migrations_once() {
     let db = ScratchFile::new("migrate.sqlite3");
     let first = wpds(&["migrate"], &db.url());
     assert!(first.status.success(), "{}", text(&first.stderr));
-    assert!(text(&first.stdout).starts_with("applied 1 migration(s)"), "{}", text(&first.stdout));
+    let migrations =
+        std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/crates/storage/migrations/sqlite"))
+            .unwrap()
+            .filter(|entry| entry.as_ref().is_ok_and(|e| e.path().join("up.sql").exists()))
+            .count();
+    let expected = format!("applied {migrations} migration(s)");
+    assert!(text(&first.stdout).starts_with(&expected), "{}", text(&first.stdout));
     let second = wpds(&["migrate"], &db.url());
     assert_eq!(text(&second.stdout).trim(), "the database is up to date");
 }

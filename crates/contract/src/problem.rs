@@ -136,12 +136,6 @@ pub const CODES: &[ProblemType] = &[
         description: "An unexpected error. Nothing about it is shown; quote the traceId when reporting it.",
     },
     ProblemType {
-        code: "not_implemented",
-        status: 501,
-        title: "Not implemented",
-        description: "The operation is part of the contract but this build does not implement it yet.",
-    },
-    ProblemType {
         code: "unavailable",
         status: 503,
         title: "Service unavailable",
