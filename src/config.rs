@@ -87,6 +87,10 @@ pub struct ServeConfig {
     #[arg(long, env = "WPDS_SHUTDOWN_TIMEOUT", default_value_t = 30)]
     pub shutdown_timeout: u64,
 
+    /// Requests per minute each access token may make (429 beyond); 0 turns limiting off.
+    #[arg(long, env = "WPDS_RATE_LIMIT_PER_MINUTE", default_value_t = 0)]
+    pub rate_limit_per_minute: u32,
+
     /// Load the bundled demo workspace into an empty database and print a working access
     /// token and the Swagger UI address.
     #[arg(long)]
@@ -107,6 +111,7 @@ impl ServeConfig {
             log: "info".to_owned(),
             workers: 2,
             shutdown_timeout: 30,
+            rate_limit_per_minute: 0,
             demo: false,
         }
     }

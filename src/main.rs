@@ -9,6 +9,7 @@ use std::net::TcpListener;
 use std::process::ExitCode;
 use std::sync::Arc;
 use wpds::config::{DatabaseArgs, ServeConfig, TokenArgs};
+use wpds::http::rate_limit::RateLimiter;
 use wpds::state::AppState;
 use wpds_storage::{Database, auth, seed};
 
@@ -129,7 +130,11 @@ fn serve(config: ServeConfig) -> Result<(), String> {
     if config.demo {
         demo(&db, &config.tokens, &address)?;
     }
-    let state = AppState { db: Arc::new(db), lifetimes: config.tokens.lifetimes() };
+    let state = AppState {
+        db: Arc::new(db),
+        lifetimes: config.tokens.lifetimes(),
+        limiter: Arc::new(RateLimiter::new(config.rate_limit_per_minute)),
+    };
     actix_web::rt::System::new()
         .block_on(async move {
             let server = wpds::server::start(&config, state, listener)?;

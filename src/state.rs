@@ -2,6 +2,7 @@
 //! that keeps diesel work off the async threads.
 
 use crate::error::ApiError;
+use crate::http::rate_limit::RateLimiter;
 use std::sync::Arc;
 use wpds_storage::auth::TokenLifetimes;
 use wpds_storage::{Database, DbConn, StoreError};
@@ -13,6 +14,8 @@ pub struct AppState {
     pub db: Arc<Database>,
     /// Access and refresh token lifetimes.
     pub lifetimes: TokenLifetimes,
+    /// The per-token rate limit.
+    pub limiter: Arc<RateLimiter>,
 }
 
 impl AppState {

@@ -2,7 +2,8 @@
 //!
 //! Operations the document secures need `Authorization: Bearer <access token>` naming a
 //! known, unexpired, unrevoked token (401 `unauthenticated` otherwise, with
-//! `WWW-Authenticate`). Then `/admin/api/…` needs a platform administrator, and
+//! `WWW-Authenticate`). Then the token's rate limit applies (429, see
+//! [`crate::http::rate_limit`]). Then `/admin/api/…` needs a platform administrator, and
 //! `/v1/workspaces/{workspaceId}/…` a member of that workspace (403 `forbidden`; a
 //! workspace that does not exist counts as "not a member").
 
@@ -19,10 +20,12 @@ pub async fn check(op: &Operation, req: &HttpRequest, state: &AppState) -> Resul
         return Ok(None);
     }
     let token = bearer_token(req)?;
+    let lookup = token.clone();
     let caller = state
-        .run(move |conn| auth::authenticate(conn, &token))
+        .run(move |conn| auth::authenticate(conn, &lookup))
         .await?
         .ok_or_else(|| unauthenticated("The access token is unknown, expired or revoked.", true))?;
+    state.limiter.take(&token).map_err(ApiError::RateLimited)?;
     if op.path.starts_with("/admin/api/") {
         if !caller.is_platform_admin {
             return Err(ApiError::Forbidden("This operation is for platform administrators.".to_owned()));

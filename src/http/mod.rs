@@ -6,4 +6,5 @@ pub mod dispatch;
 pub mod docs;
 pub mod health;
 pub mod problem;
+pub mod rate_limit;
 pub mod request_id;

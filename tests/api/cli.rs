@@ -131,6 +131,7 @@ fn serve_help_lists_every_setting_with_its_environment_variable() {
         "WPDS_LOG",
         "WPDS_WORKERS",
         "WPDS_SHUTDOWN_TIMEOUT",
+        "WPDS_RATE_LIMIT_PER_MINUTE",
     ] {
         assert!(help.contains(&format!("env: {variable}=")), "{variable} missing from:\n{help}");
     }

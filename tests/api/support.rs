@@ -24,10 +24,27 @@ pub const ADMIN: i64 = 9;
 /// A member of workspace 2 only.
 pub const OUTSIDER: i64 = 7;
 
+/// How to start a test server.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Requests per minute per access token; 0 is off (the default).
+    pub rate_limit_per_minute: u32,
+    /// How long the server waits for the database before answering 503.
+    pub db_timeout: std::time::Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { rate_limit_per_minute: 0, db_timeout: std::time::Duration::from_secs(5) }
+    }
+}
+
 /// A running server, its database and a client for it.
 pub struct TestApp {
     /// `http://127.0.0.1:PORT`.
     pub base: String,
+    /// The database URL the server uses.
+    pub database_url: String,
     /// The database the server uses.
     pub db: Arc<Database>,
     /// The administrator's access token, sent by default.
@@ -86,19 +103,24 @@ fn fresh_database() -> (String, Scratch) {
 /// Starts the real application on a random port, in its own thread and actix system, on a
 /// fresh database loaded with the demo fixture.
 pub fn spawn_app() -> TestApp {
+    spawn_app_with(Options::default())
+}
+
+/// [`spawn_app`] with non-default settings.
+pub fn spawn_app_with(options: Options) -> TestApp {
     let (url, scratch) = fresh_database();
-    let db = Database::open(&DbConfig {
-        url: url.clone(),
-        pool_size: 4,
-        timeout: std::time::Duration::from_secs(5),
-    })
-    .expect("the test database opens");
+    let db = Database::open(&DbConfig { url: url.clone(), pool_size: 4, timeout: options.db_timeout })
+        .expect("the test database opens");
     wpds_storage::seed::load(&mut db.conn().expect("a connection"), FIXTURE).expect("the demo fixture loads");
     let db = Arc::new(db);
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind a random port");
     let address = listener.local_addr().expect("a bound address");
     let config = ServeConfig::for_address(address, &url);
-    let state = AppState { db: Arc::clone(&db), lifetimes: TokenLifetimes::default() };
+    let state = AppState {
+        db: Arc::clone(&db),
+        lifetimes: TokenLifetimes::default(),
+        limiter: Arc::new(wpds::http::rate_limit::RateLimiter::new(options.rate_limit_per_minute)),
+    };
     let (ready, started) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         actix_web::rt::System::new().block_on(async move {
@@ -114,8 +136,15 @@ pub fn spawn_app() -> TestApp {
         .max_redirects(0)
         .build()
         .into();
-    let mut app =
-        TestApp { base: format!("http://{address}"), db, token: String::new(), agent, handle, scratch };
+    let mut app = TestApp {
+        base: format!("http://{address}"),
+        database_url: url,
+        db,
+        token: String::new(),
+        agent,
+        handle,
+        scratch,
+    };
     app.token = app.tokens_for(ADMIN).access_token;
     app
 }
@@ -256,11 +285,26 @@ fn check_contract(method: &str, path: &str, response: &TestResponse) {
             "{method} {path}: type is the code's page",
         );
     }
+    record_status(method, path, response.status);
     if checker().operation(method, path).is_none() && !is_problem {
         return; // operational endpoints (probes, docs) are outside the contract
     }
     if let Err(e) = checker().check(method, path, response.status, content_type, &response.body) {
         panic!("the response breaks the contract: {e}\nbody: {}", response.text());
+    }
+}
+
+/// With `WPDS_STATUS_LOG=FILE`, appends `operationId status` for every response of a
+/// contract operation, so `scripts/check-status-coverage` can show that every documented
+/// status of every operation is produced by some test.
+fn record_status(method: &str, path: &str, status: u16) {
+    use std::io::Write;
+    let (Ok(log), Some(op)) = (std::env::var("WPDS_STATUS_LOG"), checker().operation(method, path)) else {
+        return;
+    };
+    let line = format!("{} {status}\n", op.id);
+    if let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).open(log) {
+        let _ = file.write_all(line.as_bytes());
     }
 }
 

@@ -123,6 +123,20 @@ impl CustomizeConnection<SqliteConnection, diesel::r2d2::Error> for SqlitePragma
     }
 }
 
+#[derive(Debug)]
+struct PostgresTimeouts {
+    lock_timeout: Duration,
+}
+
+impl CustomizeConnection<PgConnection, diesel::r2d2::Error> for PostgresTimeouts {
+    fn on_acquire(&self, conn: &mut PgConnection) -> Result<(), diesel::r2d2::Error> {
+        // A row lock held elsewhere must not make a request wait without bound: after the
+        // timeout the statement fails and the request answers 503, like SQLite's busy_timeout.
+        conn.batch_execute(&format!("SET lock_timeout = {}", self.lock_timeout.as_millis()))
+            .map_err(diesel::r2d2::Error::QueryError)
+    }
+}
+
 /// `busy_timeout` first: switching to WAL itself needs the lock.
 fn apply_sqlite_pragmas(conn: &mut SqliteConnection, busy: Duration) -> diesel::QueryResult<()> {
     conn.batch_execute(&format!(
@@ -168,6 +182,7 @@ impl Database {
                     .max_size(config.pool_size.max(1))
                     .connection_timeout(config.timeout)
                     .test_on_check_out(false)
+                    .connection_customizer(Box::new(PostgresTimeouts { lock_timeout: config.timeout }))
                     .build_unchecked(ConnectionManager::new(config.url.clone()));
                 Pools::Postgres(pool)
             }

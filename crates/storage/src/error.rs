@@ -114,7 +114,14 @@ impl From<r2d2::Error> for StoreError {
     }
 }
 
-/// SQLite's "database is locked" after `busy_timeout`: the writer lock was not free in time.
+/// The database did not let the statement proceed in time: SQLite's "database is locked"
+/// after `busy_timeout`, PostgreSQL's `lock_timeout` / `statement_timeout` cancellations, or
+/// a connection the server closed.
 fn is_busy(message: &str) -> bool {
-    message.contains("database is locked") || message.contains("database is busy")
+    message.contains("database is locked")
+        || message.contains("database is busy")
+        || message.contains("canceling statement due to lock timeout")
+        || message.contains("canceling statement due to statement timeout")
+        || message.contains("terminating connection")
+        || message.contains("server closed the connection")
 }

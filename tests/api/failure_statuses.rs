@@ -1,0 +1,231 @@
+//! The statuses every operation documents but no business rule produces: 429 beyond the
+//! per-token rate limit, 500 when storage fails unexpectedly (revealing nothing), and 503
+//! when the database cannot be reached in time. Each operation is driven with the request
+//! example the document itself publishes (the demo data matches the examples).
+
+use crate::support::{ADMIN, Options, TestApp, spawn_app_with};
+use diesel::Connection;
+use diesel::connection::SimpleConnection;
+use serde_json::Value;
+use std::time::{Duration, Instant};
+use wpds_codegen::operations::{OperationInfo, collect};
+
+/// One operation's example request.
+struct Example {
+    op: OperationInfo,
+    path: String,
+    body: Option<Value>,
+}
+
+/// The table each operation's own work starts from.
+fn table_of(operation_id: &str) -> &'static str {
+    match operation_id {
+        "assignDocumentType" => "documents",
+        "refreshToken" => "tokens",
+        "bulkEditCatalogFamilies" => "catalog_families",
+        "createCrossProjectReportExport" => "report_exports",
+        "replaceTakeoffMappings" => "assistant_imports",
+        "retireGlobalCompany" => "global_companies",
+        "patchCategorySettings" => "categories",
+        "createCompanyLink" => "contact_companies",
+        "setOwnTimeLogCell" => "time_log_entries",
+        "resetAssistantCreditAllowance" => "credit_allowances",
+        "listCommercialReceipts" => "commercial_receipts",
+        other => panic!("no table known for {other}"),
+    }
+}
+
+/// Every operation with the path filled from its parameters' examples and the first body
+/// example of its request.
+fn examples() -> Vec<Example> {
+    let doc = wpds_contract::document::parsed();
+    collect(doc)
+        .into_iter()
+        .map(|op| {
+            let mut path = op.path.clone();
+            for param in &op.path_params {
+                let raw = doc.pointer(&format!("/paths/{}/{}/parameters", escape(&op.path), op.method.to_lowercase()));
+                let example = raw
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .map(|p| wpds_codegen::deref(doc, p))
+                    .find(|p| p["name"] == param.name.as_str())
+                    .and_then(|p| p["example"].as_str())
+                    .unwrap_or_else(|| panic!("{}: no example for {}", op.id, param.name));
+                path = path.replace(&format!("{{{}}}", param.name), example);
+            }
+            let body = op.body_type.as_ref().map(|_| {
+                let media =
+                    &doc["paths"][&op.path][op.method.to_lowercase()]["requestBody"]["content"]["application/json"];
+                let first = media["examples"].as_object().and_then(|e| e.values().next()).expect("a body example");
+                wpds_codegen::deref(doc, first)["value"].clone()
+            });
+            Example { op, path, body }
+        })
+        .collect()
+}
+
+fn escape(path: &str) -> String {
+    path.replace('~', "~0").replace('/', "~1")
+}
+
+fn send(app: &TestApp, example: &Example, token: &str) -> crate::support::TestResponse {
+    let request = app.request(&example.op.method, &example.path).bearer(token);
+    match &example.body {
+        Some(body) => request.json(body).send(),
+        None => request.send(),
+    }
+}
+
+#[test]
+fn every_secured_operation_answers_429_with_retry_after_beyond_its_tokens_limit() {
+    let app = spawn_app_with(Options { rate_limit_per_minute: 2, ..Options::default() });
+    let examples = examples();
+    assert_eq!(examples.len(), 11);
+    for example in examples.iter().filter(|e| e.op.secured) {
+        let token = app.tokens_for(ADMIN).access_token;
+        for _ in 0..2 {
+            assert_ne!(send(&app, example, &token).status, 429, "{}: within the limit", example.op.id);
+        }
+        let limited = send(&app, example, &token);
+        assert_eq!(limited.status, 429, "{}", example.op.id);
+        assert_eq!(limited.json()["code"], "rate_limited");
+        let wait: u32 = limited.header("retry-after").expect("Retry-After").parse().expect("seconds");
+        assert!((1..=30).contains(&wait), "{}: Retry-After {wait}", example.op.id);
+        let other = app.tokens_for(ADMIN).access_token;
+        assert_ne!(
+            send(&app, example, &other).status,
+            429,
+            "{}: another token has its own limit",
+            example.op.id
+        );
+    }
+}
+
+#[test]
+fn an_unexpected_storage_failure_is_a_500_that_reveals_nothing() {
+    let app = spawn_app_with(Options::default());
+    let token = app.token.clone();
+    let mut examples = examples();
+    // The token tables go last: every other operation authenticates through them.
+    examples.sort_by_key(|e| e.op.id == "refreshToken");
+    let conn = &mut raw_connection(&app);
+    for example in &examples {
+        let table = table_of(&example.op.id);
+        conn.batch_execute(&format!("ALTER TABLE {table} RENAME TO {table}_gone")).unwrap();
+        let response = send(&app, example, &token);
+        assert_eq!(response.status, 500, "{}: {}", example.op.id, response.text());
+        let problem = response.json();
+        assert_eq!(problem["code"], "internal");
+        assert_eq!(problem["detail"], "An unexpected error occurred; quote the traceId when reporting it.");
+        let body = response.text().to_lowercase();
+        for leak in ["no such table", "relation", "does not exist", "sql", "diesel", &format!("{table}_gone")]
+        {
+            assert!(!body.contains(leak), "{}: `{leak}` leaked: {body}", example.op.id);
+        }
+        conn.batch_execute(&format!("ALTER TABLE {table}_gone RENAME TO {table}")).unwrap();
+    }
+}
+
+#[test]
+fn every_operation_answers_503_with_retry_after_when_the_database_is_locked_past_the_timeout() {
+    let app = spawn_app_with(Options { db_timeout: Duration::from_millis(300), ..Options::default() });
+    let token = app.token.clone();
+    for example in examples() {
+        let conn = &mut raw_connection(&app);
+        lock(conn, table_of(&example.op.id));
+        let started = Instant::now();
+        let response = send(&app, &example, &token);
+        let waited = started.elapsed();
+        conn.batch_execute("ROLLBACK").unwrap();
+        assert_eq!(response.status, 503, "{}: {}", example.op.id, response.text());
+        assert_eq!(response.json()["code"], "unavailable");
+        assert_eq!(response.header("retry-after"), Some("1"));
+        assert!(waited < Duration::from_secs(2), "{}: answered after {waited:?}", example.op.id);
+        assert_ne!(
+            send(&app, &example, &token).status,
+            503,
+            "{}: recovers once the lock is gone",
+            example.op.id
+        );
+    }
+}
+
+/// A connection of the test's own to the server's database.
+enum Raw {
+    Sqlite(diesel::SqliteConnection),
+    Postgres(diesel::PgConnection),
+}
+
+impl Raw {
+    fn batch_execute(&mut self, sql: &str) -> diesel::QueryResult<()> {
+        match self {
+            Raw::Sqlite(c) => c.batch_execute(sql),
+            Raw::Postgres(c) => c.batch_execute(sql),
+        }
+    }
+}
+
+fn raw_connection(app: &TestApp) -> Raw {
+    match app.database_url.strip_prefix("sqlite://") {
+        Some(path) => {
+            let mut conn = diesel::SqliteConnection::establish(path).unwrap();
+            conn.batch_execute("PRAGMA busy_timeout = 5000").unwrap();
+            Raw::Sqlite(conn)
+        }
+        None => Raw::Postgres(diesel::PgConnection::establish(&app.database_url).unwrap()),
+    }
+}
+
+/// Holds a lock that keeps the operation's work from proceeding: SQLite's writer lock, or
+/// an exclusive lock on the operation's table on PostgreSQL.
+fn lock(conn: &mut Raw, table: &str) {
+    match conn {
+        Raw::Sqlite(c) => c.batch_execute("BEGIN IMMEDIATE").unwrap(),
+        Raw::Postgres(c) => {
+            c.batch_execute(&format!("BEGIN; LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")).unwrap()
+        }
+    }
+}
+
+#[test]
+fn every_operation_answers_the_pipelines_statuses_as_documented() {
+    let app = spawn_app_with(Options::default());
+    let outsider = app.tokens_for(crate::support::OUTSIDER).access_token;
+    let member = app.tokens_for(crate::support::MEMBER).access_token;
+    for example in examples() {
+        let id = &example.op.id;
+        let request = || app.request(&example.op.method, &example.path);
+        let with_body = |r| with_example_body(r, &example.body);
+        let status = |response: crate::support::TestResponse| response.status;
+        if example.op.secured {
+            assert_eq!(status(with_body(request().anonymous()).send()), 401, "{id}");
+            let not_allowed = if example.path.starts_with("/admin/api/") { &member } else { &outsider };
+            assert_eq!(status(with_body(request().bearer(not_allowed)).send()), 403, "{id}");
+        }
+        assert_eq!(status(with_body(request().header("accept", "text/csv")).send()), 406, "{id}");
+        if example.op.body_type.is_some() {
+            let huge = vec![b' '; 1024 * 1024 + 1];
+            let too_large = request().header("content-type", "application/json").raw(huge).send();
+            assert_eq!(too_large.status, 413, "{id}");
+            let form =
+                request().header("content-type", "application/x-www-form-urlencoded").raw(b"a=1".to_vec());
+            assert_eq!(status(form.send()), 415, "{id}");
+            assert_eq!(status(request().json(&serde_json::json!({"unexpected": true})).send()), 400, "{id}");
+        } else {
+            let path = format!("{}?unexpected=1", example.path);
+            assert_eq!(status(app.request(&example.op.method, &path).send()), 400, "{id}");
+        }
+    }
+}
+
+fn with_example_body<'a>(
+    request: crate::support::RequestBuilder<'a>,
+    body: &Option<Value>,
+) -> crate::support::RequestBuilder<'a> {
+    match body {
+        Some(body) => request.json(body),
+        None => request,
+    }
+}
