@@ -69,9 +69,11 @@ pub struct ServeConfig {
     #[arg(long, env = "WPDS_BIND", default_value = "127.0.0.1:8080")]
     pub bind: SocketAddr,
 
+    /// How to reach the database.
     #[command(flatten)]
     pub database: DatabaseArgs,
 
+    /// Token lifetimes.
     #[command(flatten)]
     pub tokens: TokenArgs,
 

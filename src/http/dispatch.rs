@@ -58,7 +58,12 @@ impl Input {
 fn typed<T: DeserializeOwned>(value: serde_json::Value, location: ProblemErrorIn) -> Result<T, ApiError> {
     serde_json::from_value(value).map_err(|e| {
         log::warn!("a value the schema accepts does not fit the generated type: {e}");
-        ApiError::Validation(vec![ProblemError::new(location, "", "type", e.to_string())])
+        ApiError::Validation(vec![ProblemError::new(
+            location,
+            "",
+            "type",
+            "a value this server cannot represent",
+        )])
     })
 }
 

@@ -1,5 +1,6 @@
 //! Liveness (`/healthz`) and readiness (`/readyz`) probes.
 
+use crate::error::ApiError;
 use crate::http::problem;
 use crate::state::AppState;
 use actix_web::{HttpRequest, HttpResponse, web};
@@ -16,8 +17,10 @@ async fn healthz() -> HttpResponse {
 
 /// The server can answer operations: the database answers a trivial query.
 async fn readyz(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
-    match state.run(|conn| wpds_storage::workspaces::count(conn).map(|_| ())).await {
-        Ok(()) => HttpResponse::Ok().json(serde_json::json!({ "status": "ready" })),
-        Err(error) => problem::respond(&req, error),
+    let db = std::sync::Arc::clone(&state.db);
+    match web::block(move || db.ping()).await {
+        Ok(Ok(())) => HttpResponse::Ok().json(serde_json::json!({ "status": "ready" })),
+        Ok(Err(unavailable)) => problem::respond(&req, unavailable.into()),
+        Err(blocking) => problem::respond(&req, ApiError::Internal(blocking.to_string())),
     }
 }

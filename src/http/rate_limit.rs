@@ -16,7 +16,15 @@ const SWEEP_AT: usize = 10_000;
 #[derive(Debug)]
 pub struct RateLimiter {
     per_minute: u32,
-    buckets: Mutex<HashMap<String, Bucket>>,
+    buckets: Mutex<Buckets>,
+}
+
+#[derive(Debug, Default)]
+struct Buckets {
+    by_token: HashMap<String, Bucket>,
+    /// Size at which idle buckets are next swept; doubles when a sweep frees little, so a
+    /// map full of busy tokens is not swept on every request.
+    sweep_at: usize,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -28,7 +36,10 @@ struct Bucket {
 impl RateLimiter {
     /// A limiter allowing `per_minute` requests per token; 0 turns limiting off.
     pub fn new(per_minute: u32) -> Self {
-        RateLimiter { per_minute, buckets: Mutex::new(HashMap::new()) }
+        RateLimiter {
+            per_minute,
+            buckets: Mutex::new(Buckets { by_token: HashMap::new(), sweep_at: SWEEP_AT }),
+        }
     }
 
     /// Takes one request from `token`'s bucket, or answers how many whole seconds to wait.
@@ -39,13 +50,16 @@ impl RateLimiter {
         let capacity = f64::from(self.per_minute);
         let per_second = capacity / 60.0;
         let now = Instant::now();
-        let mut buckets = self.buckets.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if buckets.len() >= SWEEP_AT {
-            buckets.retain(|_, b| {
+        let mut guard = self.buckets.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let buckets = &mut *guard;
+        if buckets.by_token.len() >= buckets.sweep_at {
+            buckets.by_token.retain(|_, b| {
                 b.available + now.duration_since(b.updated).as_secs_f64() * per_second < capacity
             });
+            buckets.sweep_at = (buckets.by_token.len() * 2).max(SWEEP_AT);
         }
-        let bucket = buckets.entry(token.to_owned()).or_insert(Bucket { available: capacity, updated: now });
+        let bucket =
+            buckets.by_token.entry(token.to_owned()).or_insert(Bucket { available: capacity, updated: now });
         bucket.available =
             (bucket.available + now.duration_since(bucket.updated).as_secs_f64() * per_second).min(capacity);
         bucket.updated = now;

@@ -75,7 +75,12 @@ fn retiring_a_company_sets_retired_at_once_and_writes_the_audit_log() {
     let again = app.send_json("POST", &retire_path("204"), &json!({"reason": "again"}));
     assert_problem(&again, 409, "already_retired");
     assert_eq!(again.json()["current"], company, "current is the company as the 201 showed it");
-    assert_eq!(audit_entries(&app, "global_company:204").len(), 1, "a refused retire is not audited");
+    let entries = audit_entries(&app, "global_company:204");
+    assert_eq!(entries.len(), 2, "a refused retire is audited too");
+    assert_eq!(
+        (entries[1].reason.as_str(), &entries[1].detail),
+        ("again", &json!({"refused": "already_retired"}))
+    );
 }
 
 #[test]
@@ -89,7 +94,12 @@ fn a_company_retired_before_is_409_already_retired_with_its_retirement_unchanged
         (Some("205"), Some("2026-06-30T12:00:00.000Z"))
     );
     assert_eq!(current["aliases"], json!(["Globex"]));
-    assert!(audit_entries(&app, "global_company:205").is_empty());
+    let entries = audit_entries(&app, "global_company:205");
+    assert_eq!(entries.len(), 1);
+    assert_eq!(
+        (entries[0].actor_user_id, &entries[0].detail),
+        (ADMIN, &json!({"refused": "already_retired"}))
+    );
 }
 
 #[test]
@@ -108,7 +118,9 @@ fn concurrent_retires_give_one_201_and_409s() {
     });
     assert_eq!(statuses.iter().filter(|s| **s == 201).count(), 1, "{statuses:?}");
     assert_eq!(statuses.iter().filter(|s| **s == 409).count(), 5, "{statuses:?}");
-    assert_eq!(audit_entries(app, "global_company:206").len(), 1);
+    let entries = audit_entries(app, "global_company:206");
+    assert_eq!(entries.len(), 6, "every call is audited");
+    assert_eq!(entries.iter().filter(|e| e.detail.get("refused").is_none()).count(), 1, "one retirement");
 }
 
 #[test]
@@ -232,4 +244,28 @@ fn only_platform_administrators_may_reset_allowances() {
     assert_problem(&response, 403, "forbidden");
     assert_eq!(used_credits(&app, 1, 5, "2026-10"), Some(120));
     assert!(resets(&app, 1, 5).is_empty());
+}
+
+#[test]
+fn refused_administrative_calls_are_audited_with_their_outcome() {
+    let app = spawn_app();
+    let missing = app.send_json("POST", &retire_path("999"), &json!({"reason": "cleanup"}));
+    assert_problem(&missing, 404, "not_found");
+    let entries = audit_entries(&app, "global_company:999");
+    assert_eq!(entries.len(), 1);
+    assert_eq!(
+        (entries[0].action.as_str(), &entries[0].detail),
+        ("retire_global_company", &json!({"refused": "not_found"}))
+    );
+
+    let path = "/admin/api/assistant/workspaces/1/credit-resets";
+    let refused =
+        app.send_json("POST", path, &json!({"userId": "7", "cycle": "2026-10", "reason": "goodwill"}));
+    assert_problem(&refused, 422, "unprocessable");
+    let entries = audit_entries(&app, "workspace:1/user:7/cycle:2026-10");
+    assert_eq!(entries.len(), 1);
+    assert_eq!(
+        (entries[0].reason.as_str(), &entries[0].detail),
+        ("goodwill", &json!({"refused": "unknown_user"}))
+    );
 }

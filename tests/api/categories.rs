@@ -165,3 +165,38 @@ fn categories_outside_the_workspace_are_404_and_outsiders_403() {
         401
     );
 }
+
+#[test]
+fn concurrent_patches_of_different_categories_never_both_take_one_code() {
+    let app = &spawn_app();
+    for round in 0..3 {
+        let code = format!("SHARED-{round}");
+        let statuses: Vec<u16> = std::thread::scope(|scope| {
+            let patches: Vec<_> = [("3", 7 + round), ("4", 2 + round)]
+                .into_iter()
+                .map(|(category, revision)| {
+                    let code = code.clone();
+                    scope.spawn(move || {
+                        let path = format!("/v1/workspaces/1/categories/{category}/settings");
+                        let body = json!({"expectedRevision": revision, "categoryCodeOps": [{"categoryId": category, "code": code}]});
+                        app.send_json("PATCH", &path, &body).status
+                    })
+                })
+                .collect();
+            patches.into_iter().map(|p| p.join().unwrap()).collect()
+        });
+        let mut sorted = statuses.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, [200, 409], "round {round}: {statuses:?}");
+        // Put both categories one revision further so the next round's expectations hold.
+        for (category, revision) in [("3", 7 + round), ("4", 2 + round)] {
+            let path = format!("/v1/workspaces/1/categories/{category}/settings");
+            let current = app.send_json("PATCH", &path, &json!({"expectedRevision": revision})).status;
+            if current == 409 {
+                continue; // this one won the round and is already one further
+            }
+            let ops = json!({"expectedRevision": revision, "ops": [{"productTypeId": "21", "itemColumnId": "8", "isActive": true}]});
+            assert_eq!(app.send_json("PATCH", &path, &ops).status, 200);
+        }
+    }
+}

@@ -227,6 +227,27 @@ pub struct AuditEntry<'a> {
     pub detail: serde_json::Value,
 }
 
+/// Records an administrative call that the operation's rules refused (not found, a state
+/// conflict, a broken rule), in a transaction of its own since the call's own transaction
+/// rolled back: every administrative call leaves an entry, with `detail.refused` naming the
+/// outcome. Failures of the database itself are not recorded (it could not take them).
+pub fn record_refused(
+    conn: &mut DbConn,
+    entry: AuditEntry<'_>,
+    error: &StoreError,
+) -> Result<(), StoreError> {
+    let refused = match error {
+        StoreError::NotFound(_) => "not_found",
+        StoreError::State(conflict) => conflict.code,
+        StoreError::Rule(violations) => violations.first().map_or("unprocessable", |v| v.code),
+        StoreError::VersionConflict(_) => "version_conflict",
+        StoreError::IdempotencyKeyReused(_) => "idempotency_key_reused",
+        StoreError::Unavailable(_) | StoreError::Internal(_) => return Ok(()),
+    };
+    let entry = AuditEntry { detail: serde_json::json!({ "refused": refused }), ..entry };
+    db_write!(conn => conn.record_audit(&entry))
+}
+
 /// Writing the audit log on a connection already inside the caller's transaction, so the
 /// entry commits or rolls back with the action it records.
 pub trait AuditLog {

@@ -3,12 +3,15 @@
 //! A patch holds three lists applied in order in one transaction: item-column activations
 //! for product types (`ops`), product-type codes, category codes. An accepted, non-empty
 //! patch raises the path category's `revision` by exactly 1; an empty patch only checks
-//! the revision. Codes are unique across the workspace's product types and categories.
+//! the revision. Codes are unique across the workspace's product types and categories;
+//! patches of one workspace are serialised by a lock on the workspace, so two concurrent
+//! patches can never both take the same code.
 
 use crate::db::DbConn;
 use crate::db_write;
 use crate::error::{RuleViolation, StateConflict, StoreError, VersionConflict};
 use crate::ids;
+use crate::locks::RowLocks;
 use crate::schema::{categories, item_columns, product_type_columns, product_types};
 use diesel::prelude::*;
 use serde_json::json;
@@ -33,6 +36,10 @@ pub fn patch_settings(
     let type_codes = patch.product_type_code_ops.unwrap_or_default();
     let category_codes = patch.category_code_ops.unwrap_or_default();
     db_write!(conn => {
+        // Codes are unique across the workspace and a patch may touch any of its records:
+        // patches of one workspace run one at a time (PostgreSQL; SQLite is serial anyway),
+        // which also keeps their row updates from deadlocking.
+        conn.lock_workspace(workspace_id)?;
         let revision: i64 = categories::table
             .filter(categories::id.eq(category_id))
             .filter(categories::workspace_id.eq(workspace_id))

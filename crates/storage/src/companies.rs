@@ -80,7 +80,7 @@ pub fn retire(
     actor_user_id: i64,
     reason: &str,
 ) -> Result<GlobalCompany, StoreError> {
-    db_write!(conn => {
+    let outcome = db_write!(conn => {
         let company = global_companies::table.filter(global_companies::id.eq(company_id));
         let row: CompanyRow = company
             .select(CompanyRow::as_select())
@@ -109,7 +109,18 @@ pub fn retire(
             detail: json!({ "retiredAt": retired.retired_at }),
         })?;
         Ok(retired)
-    })
+    });
+    if let Err(error) = &outcome {
+        let entry = AuditEntry {
+            actor_user_id,
+            action: "retire_global_company",
+            target: format!("global_company:{company_id}"),
+            reason,
+            detail: serde_json::Value::Null,
+        };
+        crate::auth::record_refused(conn, entry, error)?;
+    }
+    outcome
 }
 
 /// One entry of the audit log, as stored.

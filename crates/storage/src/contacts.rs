@@ -22,6 +22,7 @@ use crate::db::DbConn;
 use crate::db_write;
 use crate::error::{RuleViolation, StateConflict, StoreError};
 use crate::ids;
+use crate::locks::RowLocks;
 use crate::schema::{company_links, contact_companies, contact_persons};
 use diesel::prelude::*;
 use std::collections::HashMap;
@@ -74,35 +75,6 @@ const PERSON_COLUMNS: (
     contact_persons::last_name,
     contact_persons::email,
 );
-
-/// Locking contact companies for the rest of the caller's write transaction, so that
-/// concurrent link creations touching the same companies run one after the other.
-pub trait LockCompanies {
-    /// Locks the companies `ids` (sorted, so two transactions never wait on each other in
-    /// opposite orders). Ids naming no company are ignored.
-    fn lock_companies(&mut self, ids: &[i64]) -> Result<(), StoreError>;
-}
-
-impl LockCompanies for diesel::sqlite::SqliteConnection {
-    /// Nothing to do: `BEGIN IMMEDIATE` already holds the database's only writer lock.
-    fn lock_companies(&mut self, _ids: &[i64]) -> Result<(), StoreError> {
-        Ok(())
-    }
-}
-
-impl LockCompanies for diesel::pg::PgConnection {
-    /// `SELECT … ORDER BY id FOR UPDATE`: a second transaction locking any of the same rows
-    /// waits until the first commits, then sees its link.
-    fn lock_companies(&mut self, ids: &[i64]) -> Result<(), StoreError> {
-        contact_companies::table
-            .filter(contact_companies::id.eq_any(ids))
-            .order(contact_companies::id)
-            .select(contact_companies::id)
-            .for_update()
-            .load::<i64>(self)?;
-        Ok(())
-    }
-}
 
 /// One side of the link (main or representing) as the request names it.
 struct Side<'a> {

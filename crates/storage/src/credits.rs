@@ -57,7 +57,7 @@ pub fn reset_allowance(conn: &mut DbConn, reset: CreditReset) -> Result<(), Stor
     let cycle = resolve_cycle(&reset.cycle);
     let workspace_id = reset.workspace_id;
     let user = ids::parse(&reset.user_id);
-    db_write!(conn => {
+    let outcome = db_write!(conn => {
         let workspace: i64 = workspaces::table.filter(workspaces::id.eq(workspace_id)).count().get_result(conn)?;
         if workspace == 0 {
             return Err(StoreError::NotFound(format!("workspace {workspace_id}")));
@@ -106,7 +106,18 @@ pub fn reset_allowance(conn: &mut DbConn, reset: CreditReset) -> Result<(), Stor
             detail: json!({ "cycle": cycle }),
         })?;
         Ok(())
-    })
+    });
+    if let Err(error) = &outcome {
+        let entry = AuditEntry {
+            actor_user_id: reset.reset_by,
+            action: "reset_assistant_credit_allowance",
+            target: format!("workspace:{workspace_id}/user:{}/cycle:{cycle}", reset.user_id),
+            reason: &reset.reason,
+            detail: serde_json::Value::Null,
+        };
+        crate::auth::record_refused(conn, entry, error)?;
+    }
+    outcome
 }
 
 /// The credits `user_id` has used in `cycle` (`YYYY-MM`) of `workspace_id`, if an allowance

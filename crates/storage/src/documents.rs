@@ -139,6 +139,11 @@ pub fn assign_type(
         match updated {
             Some(row) => row.into_document(type_ids),
             None => {
+                // Read it again: on PostgreSQL another writer may have committed since.
+                let row: DocumentRow = documents::table
+                    .filter(documents::id.eq(document_id))
+                    .select(DocumentRow::as_select())
+                    .first(conn)?;
                 let current_version = row.version;
                 let current = row.into_document(type_ids)?;
                 Err(StoreError::VersionConflict(Box::new(VersionConflict {

@@ -114,14 +114,16 @@ impl From<r2d2::Error> for StoreError {
     }
 }
 
-/// The database did not let the statement proceed in time: SQLite's "database is locked"
-/// after `busy_timeout`, PostgreSQL's `lock_timeout` / `statement_timeout` cancellations, or
-/// a connection the server closed.
+/// The database did not let the statement proceed: SQLite's "database is locked" after
+/// `busy_timeout`; PostgreSQL's `lock_timeout` / `statement_timeout` cancellations, a
+/// deadlock or serialization failure (retrying is the remedy), or a closed connection.
 fn is_busy(message: &str) -> bool {
     message.contains("database is locked")
         || message.contains("database is busy")
         || message.contains("canceling statement due to lock timeout")
         || message.contains("canceling statement due to statement timeout")
         || message.contains("terminating connection")
+        || message.contains("deadlock detected")
+        || message.contains("could not serialize access")
         || message.contains("server closed the connection")
 }

@@ -227,7 +227,9 @@ pub fn replace_takeoff(
         let updated: Option<ImportRow> = diesel::update(
             assistant_imports::table
                 .filter(assistant_imports::id.eq(import_id))
-                .filter(assistant_imports::version.eq(expected_version)),
+                .filter(assistant_imports::version.eq(expected_version))
+                .filter(assistant_imports::kind.eq(AssistantImportKind::Takeoff.as_str()))
+                .filter(assistant_imports::status.eq(AssistantImportStatus::Review.as_str())),
         )
         .set((
             assistant_imports::takeoff.eq(takeoff.to_string()),
@@ -244,11 +246,23 @@ pub fn replace_takeoff(
             Some(row) => row.into_import(),
             None => {
                 // Changed since it was read (possible on PostgreSQL): answer with it as it is now.
-                let current: ImportRow = assistant_imports::table
+                let current: Option<ImportRow> = assistant_imports::table
                     .filter(assistant_imports::id.eq(import_id))
                     .select(ImportRow::as_select())
-                    .first(conn)?;
-                Err(version_conflict(current, expected_version))
+                    .first(conn)
+                    .optional()?;
+                match current {
+                    Some(current) if current.kind != AssistantImportKind::Takeoff.as_str() => Err(state_conflict(
+                        "import_kind_mismatch",
+                        format!("Import {import_id} is of kind {}; only a takeoff import has takeoff mappings.", current.kind),
+                    )),
+                    Some(current) if current.status != AssistantImportStatus::Review.as_str() => Err(state_conflict(
+                        "import_not_editable",
+                        format!("The import is {}; only an import in review can be edited.", current.status),
+                    )),
+                    Some(current) => Err(version_conflict(current, expected_version)),
+                    None => Err(StoreError::NotFound(format!("assistant import {import_id}"))),
+                }
             }
         }
     })

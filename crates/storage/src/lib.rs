@@ -28,6 +28,7 @@ pub mod error;
 pub mod exports;
 pub mod ids;
 pub mod imports;
+pub mod locks;
 pub mod receipts;
 pub mod schema;
 pub mod seed;

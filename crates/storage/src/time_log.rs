@@ -104,8 +104,6 @@ fn entry(row: CellRow) -> Result<TimeLogEntry, StoreError> {
 /// Rules, in order: 422 `unknown_project`, 422 `hours_out_of_range`, then
 /// `version_conflict` (for a never-written cell: current version 1, current `null`).
 pub fn set_cell(conn: &mut DbConn, write: CellWrite) -> Result<TimeLogEntry, StoreError> {
-    let hours = parse_hours(&write.hours)
-        .ok_or_else(|| StoreError::rule("hours_out_of_range", "/hours", "hours must be like 7.5"))?;
     let project_id = ids::parse(&write.project_id);
     db_write!(conn => {
         let known: i64 = match project_id {
@@ -123,6 +121,9 @@ pub fn set_cell(conn: &mut DbConn, write: CellWrite) -> Result<TimeLogEntry, Sto
                 format!("project {} is not in this workspace", write.project_id),
             ));
         };
+        // The contract's pattern has already admitted `hours`; failing to read it is a defect.
+        let hours = parse_hours(&write.hours)
+            .ok_or_else(|| StoreError::Internal(format!("hours {:?} passed the contract but not the parser", write.hours)))?;
         if hours > MAX_HOURS_CENTI {
             return Err(StoreError::rule("hours_out_of_range", "/hours", "a cell holds at most 24 hours"));
         }
