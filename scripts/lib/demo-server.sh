@@ -1,0 +1,46 @@
+# Sourced by the contract-check scripts. `start_demo_server` builds the release binary,
+# loads the demo fixture into a fresh SQLite database, issues tokens with `wpds token
+# issue`, starts `wpds serve` on a free loopback port and waits for /readyz. It exports:
+#   WPDS_BASE_URL      http://127.0.0.1:PORT
+#   WPDS_TOKEN         access token of user 9 (platform administrator, member of workspace 1)
+#   WPDS_MEMBER_TOKEN  access token of user 5 (member of workspace 1)
+#   WPDS_SERVER_LOG    the server's log file
+# and stops the server and removes its files when the calling script exits.
+
+start_demo_server() {
+  local root
+  root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+  (cd "$root" && cargo build --release --quiet --bin wpds)
+  local wpds="${CARGO_TARGET_DIR:-$root/target}/release/wpds"
+  DEMO_WORKDIR=$(mktemp -d)
+  local url="sqlite://$DEMO_WORKDIR/demo.sqlite3"
+  DATABASE_URL="$url" "$wpds" seed "$root/fixtures/demo.json" >/dev/null
+  local issue=(token issue --access-token-ttl "${WPDS_TEST_TOKEN_TTL:-7200}")
+  WPDS_TOKEN=$(DATABASE_URL="$url" "$wpds" "${issue[@]}" --user 9 | python3 -c 'import json,sys; print(json.load(sys.stdin)["accessToken"])')
+  WPDS_MEMBER_TOKEN=$(DATABASE_URL="$url" "$wpds" "${issue[@]}" --user 5 | python3 -c 'import json,sys; print(json.load(sys.stdin)["accessToken"])')
+  local port
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  WPDS_BASE_URL="http://127.0.0.1:$port"
+  WPDS_SERVER_LOG="$DEMO_WORKDIR/server.log"
+  DATABASE_URL="$url" WPDS_BIND="127.0.0.1:$port" WPDS_LOG="${WPDS_LOG:-warn}" "$wpds" serve >"$WPDS_SERVER_LOG" 2>&1 &
+  DEMO_SERVER_PID=$!
+  trap stop_demo_server EXIT
+  for _ in $(seq 1 100); do
+    if curl -fsS "$WPDS_BASE_URL/readyz" >/dev/null 2>&1; then
+      export WPDS_BASE_URL WPDS_TOKEN WPDS_MEMBER_TOKEN WPDS_SERVER_LOG
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "the demo server did not become ready; its log:" >&2
+  cat "$WPDS_SERVER_LOG" >&2
+  return 1
+}
+
+stop_demo_server() {
+  if [ -n "${DEMO_SERVER_PID:-}" ]; then
+    kill "$DEMO_SERVER_PID" 2>/dev/null || true
+    wait "$DEMO_SERVER_PID" 2>/dev/null || true
+  fi
+  [ -n "${DEMO_WORKDIR:-}" ] && rm -rf "$DEMO_WORKDIR"
+}
