@@ -126,7 +126,7 @@ fn serve(config: ServeConfig) -> Result<(), String> {
     let db = open(&config.database)?;
     let listener =
         TcpListener::bind(config.bind).map_err(|e| format!("cannot listen on {}: {e}", config.bind))?;
-    let address = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    let address = listener.local_addr().map(browser_address).unwrap_or_default();
     if config.demo {
         demo(&db, &config.tokens, &address)?;
     }
@@ -144,6 +144,13 @@ fn serve(config: ServeConfig) -> Result<(), String> {
         .map_err(|e| format!("server failed: {e}"))?;
     log::info!("stopped");
     Ok(())
+}
+
+/// How a person reaches `bound` from a browser on this machine: a loopback address is shown
+/// as `localhost`, the origin of the document's default server, so Swagger UI's "Try it
+/// out" stays same-origin.
+fn browser_address(bound: std::net::SocketAddr) -> String {
+    if bound.ip().is_loopback() { format!("localhost:{}", bound.port()) } else { bound.to_string() }
 }
 
 /// Loads the demo workspace into an empty database and prints tokens to try it with.
