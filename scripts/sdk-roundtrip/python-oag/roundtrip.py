@@ -7,6 +7,7 @@ Environment: WPDS_BASE_URL, WPDS_TOKEN, SDK_CELL_DATE (the time-log cell this cl
 import datetime
 import os
 import sys
+import traceback
 
 import wpds_oag
 from wpds_oag.exceptions import ConflictException
@@ -67,8 +68,8 @@ def roundtrip(api_client):
         time_log.set_own_time_log_cell("1", cell)
         check(False, "the stale write succeeded")
     except ConflictException as e:
-        problem = e.data
-    check(isinstance(problem, Problem), f"409 parsed as {type(problem).__name__}")
+        problem, body = e.data, e.body
+    check(isinstance(problem, Problem), f"409 parsed as {type(problem).__name__}: {body}")
     check(problem.code == "version_conflict", f"problem.code {problem.code!r}")
     check(problem.current_version == 2, f"problem.current_version {problem.current_version!r}")
     check(problem.status == 409, f"problem.status {problem.status!r}")
@@ -79,4 +80,8 @@ def roundtrip(api_client):
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except Exception as e:  # an exception inside the client: show where, then fail
+        traceback.print_exc()
+        sys.exit(f"{NAME}: FAILED: {type(e).__name__}: {e}")

@@ -6,6 +6,7 @@ Environment: WPDS_BASE_URL, WPDS_TOKEN, SDK_CELL_DATE (the time-log cell this cl
 import datetime
 import os
 import sys
+import traceback
 
 from workspace_project_data_service_client import AuthenticatedClient
 from workspace_project_data_service_client.api.sync_updates import list_commercial_receipts
@@ -86,4 +87,8 @@ def roundtrip(client):
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except Exception as e:  # an exception inside the client: show where, then fail
+        traceback.print_exc()
+        sys.exit(f"{NAME}: FAILED: {type(e).__name__}: {e}")
