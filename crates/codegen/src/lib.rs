@@ -14,6 +14,7 @@
 //! - Constraints Rust types cannot express (patterns, lengths, bounds, formats) are not
 //!   encoded here; the runtime validator enforces them from the same document.
 
+pub mod compat;
 pub mod downgrade;
 pub mod names;
 pub mod operations;
