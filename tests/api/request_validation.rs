@@ -233,6 +233,40 @@ fn category_settings_require_a_revision_and_closed_op_objects() {
 }
 
 #[test]
+fn integers_beyond_their_int64_format_are_validation_failures() {
+    // Every integer of the document is `format: int64` (or `int32`): a number outside the
+    // signed 64-bit range is not such a value, so it is a 400 naming `format`, never a
+    // version conflict computed from a clamped value.
+    let app = spawn_app();
+    let send = |method: &str, path: &str, body: &str| {
+        app.request(method, path)
+            .header("content-type", "application/json")
+            .raw(body.as_bytes().to_vec())
+            .send()
+    };
+    let takeoff = |version: &str| {
+        format!(
+            r#"{{"projectId": "7", "expectedVersion": {version}, "groupingLevel": "total", "areaMappings": []}}"#
+        )
+    };
+    let settings = |revision: &str| format!(r#"{{"expectedRevision": {revision}}}"#);
+    for beyond in ["9223372036854775808", "18446744073709551616", "1e30"] {
+        assert_rejected(&send("PATCH", SETTINGS, &settings(beyond)), "body", "/expectedRevision", "format");
+    }
+    for beyond in ["-9223372036854775809", "-1e30"] {
+        assert_rejected(&send("PUT", TAKEOFF, &takeoff(beyond)), "body", "/expectedVersion", "format");
+    }
+    let bulk = r#"{"targets": [{"familyId": "101", "familyVersion": 3, "primaryItemId": "5001",
+        "primaryItemVersion": 9223372036854775808}], "fieldKey": "finish", "value": "Oak"}"#;
+    assert_rejected(&send("PATCH", BULK_EDIT, bulk), "body", "/targets/0/primaryItemVersion", "format");
+    // The bounds themselves are int64 values: past validation, to the version check.
+    for bound in ["9223372036854775807", "-9223372036854775808", "6e0"] {
+        assert_eq!(send("PATCH", SETTINGS, &settings(bound)).json()["code"], "version_conflict", "{bound}");
+    }
+    assert_eq!(send("PUT", TAKEOFF, &takeoff("-9223372036854775808")).json()["code"], "version_conflict");
+}
+
+#[test]
 fn company_link_requires_both_companies() {
     let app = spawn_app();
     let base = json!({"mainCompanyId": "61", "repCompanyId": "62"});

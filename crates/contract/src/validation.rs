@@ -2,7 +2,7 @@
 //!
 //! [`Contract::load`] compiles, once, one JSON Schema 2020-12 validator per operation for its
 //! path parameters, its query parameters and its body, with format checking on (so
-//! `2023-02-29` is not a `date`). Parameters are validated as an object whose properties
+//! `2023-02-29` is not a `date`, and `9223372036854775808` is not an `int64`). Parameters are validated as an object whose properties
 //! are the parameters' schemas, closed, so an unknown query parameter is a violation too.
 //! Component references (`#/components/schemas/…`) resolve because every compiled schema
 //! carries the document's `components` beside it.
@@ -163,17 +163,106 @@ fn parameters_schema(params: &[Parameter]) -> Value {
     })
 }
 
-/// Compiles `schema` with the document's components beside it, formats checked.
+/// Compiles `schema` with the document's components beside it, formats checked —
+/// OpenAPI's integer formats `int32` and `int64` included (see [`IntegerFormat`]).
 pub(crate) fn compile(schema: &Value, components: &Value) -> Result<Validator, String> {
     let mut root = schema.clone();
     if let Value::Object(map) = &mut root {
         map.insert("components".to_owned(), components.clone());
     }
+    mark_integer_formats(&mut root);
     jsonschema::options()
         .with_draft(jsonschema::Draft::Draft202012)
         .should_validate_formats(true)
+        .with_keyword(INTEGER_FORMAT, |_, value, _| Ok(Box::new(IntegerFormat::new(value))))
         .build(&root)
         .map_err(|e| format!("cannot compile schema: {e}"))
+}
+
+/// The keyword that carries `format: int32` / `format: int64` to [`IntegerFormat`] in the
+/// compiled copy of a schema (never in the document); its violations are reported under
+/// the document's own keyword, `format`.
+const INTEGER_FORMAT: &str = "x-wpds-integer-format";
+
+/// Adds [`INTEGER_FORMAT`] beside every `format: int32` or `format: int64`.
+///
+/// JSON Schema's format checking covers strings only, so without this a number beyond an
+/// integer format's range (`9223372036854775808` for an `int64` version) would pass the
+/// validator and reach the handler, which cannot hold it.
+fn mark_integer_formats(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            let format = map.get("format").and_then(Value::as_str);
+            if let Some(format @ ("int32" | "int64")) = format {
+                let format = Value::String(format.to_owned());
+                map.insert(INTEGER_FORMAT.to_owned(), format);
+            }
+            map.values_mut().for_each(mark_integer_formats);
+        }
+        Value::Array(items) => items.iter_mut().for_each(mark_integer_formats),
+        _ => {}
+    }
+}
+
+/// OpenAPI's `int32` / `int64` formats: a number that is an integer must lie within the
+/// signed 32- or 64-bit range. Anything else (strings, fractions) is left to `type`.
+#[derive(Clone, Copy)]
+enum IntegerFormat {
+    Int32,
+    Int64,
+}
+
+/// 2^63 as a float, exactly.
+const TWO_POW_63: f64 = 9_223_372_036_854_775_808.0;
+
+impl IntegerFormat {
+    fn new(format: &Value) -> Self {
+        match format.as_str() {
+            Some("int32") => IntegerFormat::Int32,
+            _ => IntegerFormat::Int64,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            IntegerFormat::Int32 => "int32",
+            IntegerFormat::Int64 => "int64",
+        }
+    }
+}
+
+impl<'i> jsonschema::Keyword<'i> for IntegerFormat {
+    fn validate(&self, instance: &'i Value) -> Result<(), ValidationError<'i>> {
+        if self.is_valid(instance) {
+            Ok(())
+        } else {
+            Err(ValidationError::custom(format!("{instance} is not a \"{}\"", self.name())))
+        }
+    }
+
+    fn is_valid(&self, instance: &'i Value) -> bool {
+        let Value::Number(number) = instance else { return true };
+        if let Some(n) = number.as_i64() {
+            return match self {
+                IntegerFormat::Int32 => i32::try_from(n).is_ok(),
+                IntegerFormat::Int64 => true,
+            };
+        }
+        if number.as_u64().is_some() {
+            return false; // above i64::MAX
+        }
+        // A float: spelled with a fraction or an exponent, or an integer literal beyond the
+        // 64-bit range, which the parser reads as the nearest float. Every integer literal
+        // just below i64::MIN rounds to -2^63, so -2^63 as a float is refused too (i64::MIN
+        // spelled as an integer arrives above, as an i64).
+        match number.as_f64() {
+            Some(f) if f.fract() == 0.0 => match self {
+                IntegerFormat::Int32 => (f64::from(i32::MIN)..=f64::from(i32::MAX)).contains(&f),
+                IntegerFormat::Int64 => -TWO_POW_63 < f && f < TWO_POW_63,
+            },
+            _ => true,
+        }
+    }
 }
 
 fn scalar_kind(schema: &Value) -> ScalarKind {
@@ -235,7 +324,10 @@ fn collect_errors(
 /// unexpected property is pointed at itself rather than at its parent object.
 fn push_error(error: &ValidationError<'_>, location: ProblemErrorIn, out: &mut Vec<ProblemError>) {
     let base = error.instance_path().as_str().to_owned();
-    let keyword = error.kind().keyword().to_owned();
+    let keyword = match error.kind().keyword() {
+        INTEGER_FORMAT => "format".to_owned(),
+        keyword => keyword.to_owned(),
+    };
     let named: Vec<String> = match error.kind() {
         ValidationErrorKind::Required { property } => {
             vec![property.as_str().map(str::to_owned).unwrap_or_else(|| property.to_string())]

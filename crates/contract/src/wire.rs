@@ -4,10 +4,12 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Deserialises any JSON integer into an `i64`, saturating at the type's bounds.
 ///
-/// The schema (already checked by the validator) decides which integers are acceptable; a
-/// value beyond the 64-bit range, such as `-1e30` for an `expectedVersion` without a
-/// minimum, must still deserialise so the operation can answer with its own rule (a version
-/// conflict) instead of a parse error. Non-integral numbers are refused.
+/// The schema (already checked by the validator) decides which integers are acceptable:
+/// every integer property carries an integer format (`int64`, or `int32`), so a value beyond
+/// the 64-bit range (such as
+/// `-1e30`) is refused with 400 before it gets here. What arrives may still be spelled as a
+/// float (`7.0`, `1e3`), which JSON Schema counts as an integer; saturation only guards a
+/// schema that would drop the format. Non-integral numbers are refused.
 pub fn saturating_i64<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
     struct Visitor;
     impl serde::de::Visitor<'_> for Visitor {
