@@ -1231,22 +1231,6 @@ fn credit_allowances(b: &mut Builder, list: Vec<fixture::CreditAllowance>) {
     }
 }
 
-/// `"7.5"` → 750 hundredths; `None` for text the schema's pattern would not accept.
-fn hours_centi(text: &str) -> Option<i64> {
-    let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
-    if whole.is_empty() || whole.len() > 2 || fraction.len() > 2 {
-        return None;
-    }
-    if !whole.bytes().chain(fraction.bytes()).all(|c| c.is_ascii_digit())
-        || (text.contains('.') && fraction.is_empty())
-    {
-        return None;
-    }
-    let whole: i64 = whole.parse().ok()?;
-    let fraction: i64 = if fraction.is_empty() { 0 } else { format!("{fraction:0<2}").parse().ok()? };
-    Some(whole * 100 + fraction)
-}
-
 fn time_log_entries(b: &mut Builder, list: Vec<fixture::TimeLogEntry>) {
     for (i, entry) in list.into_iter().enumerate() {
         let label = record_label("timeLogEntries", i, Some(&entry.id));
@@ -1269,7 +1253,7 @@ fn time_log_entries(b: &mut Builder, list: Vec<fixture::TimeLogEntry>) {
             &format!("{at}/projectId"),
             Target::Project { id: project, workspace: Some(workspace) },
         );
-        let hours = match hours_centi(&entry.hours) {
+        let hours = match crate::time_log::parse_hours(&entry.hours) {
             Some(centi) if centi <= 2400 => centi,
             Some(_) => {
                 b.problem(
@@ -1317,17 +1301,16 @@ fn time_log_entries(b: &mut Builder, list: Vec<fixture::TimeLogEntry>) {
 
 #[cfg(test)]
 mod tests {
-    use super::hours_centi;
 
     #[test]
     fn hours_are_read_into_hundredths() {
-        assert_eq!(hours_centi("7.5"), Some(750));
-        assert_eq!(hours_centi("7.05"), Some(705));
-        assert_eq!(hours_centi("2"), Some(200));
-        assert_eq!(hours_centi("24.00"), Some(2400));
-        assert_eq!(hours_centi("0"), Some(0));
+        assert_eq!(crate::time_log::parse_hours("7.5"), Some(750));
+        assert_eq!(crate::time_log::parse_hours("7.05"), Some(705));
+        assert_eq!(crate::time_log::parse_hours("2"), Some(200));
+        assert_eq!(crate::time_log::parse_hours("24.00"), Some(2400));
+        assert_eq!(crate::time_log::parse_hours("0"), Some(0));
         for bad in ["", ".5", "7.", "123", "7.555", "a", "7,5"] {
-            assert_eq!(hours_centi(bad), None, "{bad:?}");
+            assert_eq!(crate::time_log::parse_hours(bad), None, "{bad:?}");
         }
     }
 }
