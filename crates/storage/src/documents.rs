@@ -9,6 +9,7 @@ use crate::db_write;
 use crate::error::{StoreError, VersionConflict};
 use crate::ids;
 use crate::schema::{document_types, documents};
+use crate::stored::decode;
 use diesel::prelude::*;
 use wpds_contract::types::{Document, DocumentPhase, DocumentScope, DocumentSource, DocumentStatus};
 
@@ -38,16 +39,6 @@ struct DocumentRow {
     version: i64,
 }
 
-/// Reads a stored wire value (an enum's JSON string, or a JSON list) back into its type.
-fn stored<T: serde::de::DeserializeOwned>(
-    value: serde_json::Value,
-    what: &str,
-    id: i64,
-) -> Result<T, StoreError> {
-    serde_json::from_value(value)
-        .map_err(|e| StoreError::Internal(format!("document {id}: bad stored {what}: {e}")))
-}
-
 impl DocumentRow {
     fn into_document(self, document_types: Vec<String>) -> Result<Document, StoreError> {
         let id = self.id;
@@ -58,15 +49,15 @@ impl DocumentRow {
             project_id: self.project_id.map(ids::show),
             company_id: self.company_id.map(ids::show),
             document_types,
-            scope: stored::<DocumentScope>(text(self.scope), "scope", id)?,
+            scope: decode::<DocumentScope>("document", id, "scope", text(self.scope))?,
             type_id: self.type_id.map(ids::show),
-            source: stored::<DocumentSource>(text(self.source), "source", id)?,
-            status: stored::<DocumentStatus>(text(self.status), "status", id)?,
+            source: decode::<DocumentSource>("document", id, "source", text(self.source))?,
+            status: decode::<DocumentStatus>("document", id, "status", text(self.status))?,
             name: self.name,
             notes: self.notes,
             is_confidential: self.is_confidential,
-            phases: stored::<Vec<DocumentPhase>>(json(&self.phases), "phases", id)?,
-            item_ids: stored::<Vec<String>>(json(&self.item_ids), "itemIds", id)?,
+            phases: decode::<Vec<DocumentPhase>>("document", id, "phases", json(&self.phases))?,
+            item_ids: decode::<Vec<String>>("document", id, "itemIds", json(&self.item_ids))?,
             external_url: self.external_url,
             original_filename: self.original_filename,
             mime_type: self.mime_type,

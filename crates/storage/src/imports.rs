@@ -23,6 +23,7 @@ use crate::db_write;
 use crate::error::{RuleViolation, StateConflict, StoreError, VersionConflict};
 use crate::ids;
 use crate::schema::{assistant_imports, project_areas};
+use crate::stored::decode;
 use crate::takeoff::issue_counts;
 use diesel::prelude::*;
 use serde_json::{Map, Value, json};
@@ -82,13 +83,18 @@ impl ImportRow {
                 kind: self.target_kind,
                 project_id: ids::show(self.target_project_id),
             },
-            status: typed(id, "status", Value::String(self.status))?,
-            kind: typed(id, "kind", Value::String(self.kind))?,
+            status: decode("assistant import", id, "status", Value::String(self.status))?,
+            kind: decode("assistant import", id, "kind", Value::String(self.kind))?,
             version: self.version,
             analysis_revision: self.analysis_revision,
-            conversation: typed(id, "conversation", parse("conversation", &self.conversation)?)?,
-            document: typed(id, "document", parse("document", &self.document)?)?,
-            progress: typed(id, "progress", parse("progress", &self.progress)?)?,
+            conversation: decode(
+                "assistant import",
+                id,
+                "conversation",
+                parse("conversation", &self.conversation)?,
+            )?,
+            document: decode("assistant import", id, "document", parse("document", &self.document)?)?,
+            progress: decode("assistant import", id, "progress", parse("progress", &self.progress)?)?,
             counts: AssistantImportCounts {
                 blocking_issues: self.blocking_issues,
                 warning_issues: self.warning_issues,
@@ -109,12 +115,6 @@ impl ImportRow {
             source_snapshot: object("sourceSnapshot", &self.source_snapshot)?,
         })
     }
-}
-
-/// A stored wire value (an enum's JSON string, a stored object) read back into its type.
-fn typed<T: serde::de::DeserializeOwned>(id: i64, what: &str, value: Value) -> Result<T, StoreError> {
-    serde_json::from_value(value)
-        .map_err(|e| StoreError::Internal(format!("assistant import {id}: bad stored {what}: {e}")))
 }
 
 /// A `409` state conflict without a `current` body.

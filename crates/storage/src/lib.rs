@@ -32,6 +32,7 @@ pub mod locks;
 pub mod receipts;
 pub mod schema;
 pub mod seed;
+mod stored;
 pub mod takeoff;
 pub mod time_log;
 pub mod workspaces;

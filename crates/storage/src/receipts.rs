@@ -28,6 +28,7 @@ use crate::db_run;
 use crate::error::StoreError;
 use crate::ids;
 use crate::schema::{commercial_receipts, projects, server_secrets};
+use crate::stored::decode;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use diesel::prelude::*;
@@ -107,7 +108,7 @@ impl ReceiptRow {
             StoreError::Internal(format!("commercial receipt {id}: bad stored {what}: {e}"))
         };
         let outcome: CommercialReceiptOutcome =
-            serde_json::from_value(serde_json::Value::String(self.outcome)).map_err(|e| bad("outcome", e))?;
+            decode("commercial receipt", id, "outcome", serde_json::Value::String(self.outcome))?;
         let fields: Vec<ReceiptField> = serde_json::from_str(&self.fields).map_err(|e| bad("fields", e))?;
         let release: ReceiptRelease = serde_json::from_str(&self.release).map_err(|e| bad("release", e))?;
         Ok(CommercialReceipt {

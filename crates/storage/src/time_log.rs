@@ -15,6 +15,7 @@ use crate::db_write;
 use crate::error::{StoreError, VersionConflict};
 use crate::ids;
 use crate::schema::{projects, time_log_entries as cells};
+use crate::stored::decode;
 use diesel::prelude::*;
 use serde_json::{Value, json};
 use wpds_contract::types::{TimeLogEntry, TimeLogEntryPhase};
@@ -85,8 +86,7 @@ pub fn format_hours(centi: i64) -> String {
 fn entry(row: CellRow) -> Result<TimeLogEntry, StoreError> {
     let CellRow { id, project_id, entry_date: date, phase, hours_centi: hours, note, billable, version } =
         row;
-    let phase: TimeLogEntryPhase = serde_json::from_value(Value::String(phase.clone()))
-        .map_err(|_| StoreError::Internal(format!("time-log entry {id} has an unknown phase {phase}")))?;
+    let phase: TimeLogEntryPhase = decode("time-log entry", id, "phase", Value::String(phase))?;
     Ok(TimeLogEntry {
         id: ids::show(id),
         project_id: ids::show(project_id),

@@ -1,0 +1,18 @@
+//! Reading stored wire values back into contract types.
+
+use crate::error::StoreError;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+/// Reads `value` as stored (an enum's text, a JSON list or object) into its contract type.
+/// A stored value that does not fit is a defect of the data, not of the request: it is
+/// `Internal`, naming the record (`record` `id`) and the field (`what`) for the log.
+pub(crate) fn decode<T: DeserializeOwned>(
+    record: &str,
+    id: i64,
+    what: &str,
+    value: Value,
+) -> Result<T, StoreError> {
+    serde_json::from_value(value)
+        .map_err(|e| StoreError::Internal(format!("{record} {id}: bad stored {what}: {e}")))
+}
