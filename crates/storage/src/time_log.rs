@@ -8,14 +8,21 @@
 //! matched and the client expects a never-written cell is an `INSERT … ON CONFLICT DO
 //! NOTHING` tried. Either way the version check and the write are one statement, so two
 //! writers can never both succeed with the same expected version.
+//!
+//! The common case, a current write of an existing cell, is that single `UPDATE` on its
+//! own (one round trip, its own implicit transaction): the row it matches is in the path's
+//! workspace and was created only after its project was found there, so the project rule
+//! has nothing to add. Everything else — an unknown project, hours over the limit (whose
+//! order against the project rule matters), a first write, a conflict — takes the full
+//! transaction, which checks the rules in the contract's order.
 
 use crate::clock::now_millis;
 use crate::db::DbConn;
-use crate::db_write;
 use crate::error::{StoreError, VersionConflict};
 use crate::ids;
 use crate::schema::{projects, time_log_entries as cells};
 use crate::stored::decode;
+use crate::{db_run, db_write};
 use diesel::prelude::*;
 use serde_json::{Value, json};
 use wpds_contract::types::{TimeLogEntry, TimeLogEntryPhase};
@@ -99,12 +106,47 @@ fn entry(row: CellRow) -> Result<TimeLogEntry, StoreError> {
     })
 }
 
+/// The one-statement write of the cell at the expected version: the updated row, or
+/// `None` when no row matched. A macro because it runs on either engine's connection.
+macro_rules! update_if_current {
+    ($conn:ident, $write:expr, $project_id:expr, $hours:expr) => {
+        diesel::update(
+            cells::table
+                .filter(cells::workspace_id.eq($write.workspace_id))
+                .filter(cells::user_id.eq($write.user_id))
+                .filter(cells::project_id.eq($project_id))
+                .filter(cells::entry_date.eq(&$write.date))
+                .filter(cells::phase.eq(&$write.phase))
+                .filter(cells::version.eq($write.expected_version)),
+        )
+        .set((
+            cells::hours_centi.eq($hours),
+            cells::note.eq(&$write.note),
+            cells::billable.eq($write.billable),
+            cells::version.eq(cells::version + 1),
+            cells::updated_at.eq(now_millis()),
+        ))
+        .returning(CellRow::as_returning())
+        .get_result::<CellRow>($conn)
+        .optional()
+    };
+}
+
 /// Writes one cell of the caller's time log.
 ///
 /// Rules, in order: 422 `unknown_project`, 422 `hours_out_of_range`, then
 /// `version_conflict` (for a never-written cell: current version 1, current `null`).
 pub fn set_cell(conn: &mut DbConn, write: CellWrite) -> Result<TimeLogEntry, StoreError> {
     let project_id = ids::parse(&write.project_id);
+    // The contract's pattern has already admitted `hours`; failing to read it is a defect.
+    let hours = parse_hours(&write.hours).ok_or_else(|| {
+        StoreError::Internal(format!("hours {:?} passed the contract but not the parser", write.hours))
+    })?;
+    if let Some(project_id) = project_id.filter(|_| hours <= MAX_HOURS_CENTI)
+        && let Some(row) = db_run!(conn => update_if_current!(conn, write, project_id, hours))?
+    {
+        return entry(row);
+    }
     db_write!(conn => {
         let known: i64 = match project_id {
             Some(id) => projects::table
@@ -121,30 +163,15 @@ pub fn set_cell(conn: &mut DbConn, write: CellWrite) -> Result<TimeLogEntry, Sto
                 format!("project {} is not in this workspace", write.project_id),
             ));
         };
-        // The contract's pattern has already admitted `hours`; failing to read it is a defect.
-        let hours = parse_hours(&write.hours)
-            .ok_or_else(|| StoreError::Internal(format!("hours {:?} passed the contract but not the parser", write.hours)))?;
         if hours > MAX_HOURS_CENTI {
             return Err(StoreError::rule("hours_out_of_range", "/hours", "a cell holds at most 24 hours"));
         }
-        let now = now_millis();
         let cell = cells::table
             .filter(cells::user_id.eq(write.user_id))
             .filter(cells::project_id.eq(project_id))
             .filter(cells::entry_date.eq(&write.date))
             .filter(cells::phase.eq(&write.phase));
-        let updated: Option<CellRow> = diesel::update(cell.filter(cells::version.eq(write.expected_version)))
-            .set((
-                cells::hours_centi.eq(hours),
-                cells::note.eq(&write.note),
-                cells::billable.eq(write.billable),
-                cells::version.eq(cells::version + 1),
-                cells::updated_at.eq(now),
-            ))
-            .returning(CellRow::as_returning())
-            .get_result(conn)
-            .optional()?;
-        if let Some(row) = updated {
+        if let Some(row) = update_if_current!(conn, write, project_id, hours)? {
             return entry(row);
         }
         if write.expected_version == 1 {
@@ -159,7 +186,7 @@ pub fn set_cell(conn: &mut DbConn, write: CellWrite) -> Result<TimeLogEntry, Sto
                     cells::note.eq(&write.note),
                     cells::billable.eq(write.billable),
                     cells::version.eq(2_i64),
-                    cells::updated_at.eq(now),
+                    cells::updated_at.eq(now_millis()),
                 ))
                 .on_conflict_do_nothing()
                 .returning(CellRow::as_returning())
