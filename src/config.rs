@@ -93,6 +93,12 @@ pub struct ServeConfig {
     #[arg(long, env = "WPDS_RATE_LIMIT_PER_MINUTE", default_value_t = 0)]
     pub rate_limit_per_minute: u32,
 
+    /// Milliseconds a token's caller and a membership may be served from the in-process
+    /// cache (0 turns it off). A login revoked by another process or by an operator stops
+    /// working within this bound; one revoked by this process stops at once.
+    #[arg(long, env = "WPDS_AUTH_CACHE_TTL_MS", default_value_t = 5000)]
+    pub auth_cache_ttl_ms: u64,
+
     /// Load the bundled demo workspace into an empty database and print a working access
     /// token and the Swagger UI address.
     #[arg(long)]
@@ -114,8 +120,14 @@ impl ServeConfig {
             workers: 2,
             shutdown_timeout: 30,
             rate_limit_per_minute: 0,
+            auth_cache_ttl_ms: 5000,
             demo: false,
         }
+    }
+
+    /// How long the authentication cache may serve an answer.
+    pub fn auth_cache_ttl(&self) -> Duration {
+        Duration::from_millis(self.auth_cache_ttl_ms)
     }
 
     /// The graceful-shutdown grace period.

@@ -9,6 +9,7 @@ use std::net::TcpListener;
 use std::process::ExitCode;
 use std::sync::Arc;
 use wpds::config::{DatabaseArgs, ServeConfig, TokenArgs};
+use wpds::http::auth_cache::AuthCache;
 use wpds::http::rate_limit::RateLimiter;
 use wpds::state::AppState;
 use wpds_storage::{Database, auth, seed};
@@ -134,6 +135,7 @@ fn serve(config: ServeConfig) -> Result<(), String> {
         db: Arc::new(db),
         lifetimes: config.tokens.lifetimes(),
         limiter: Arc::new(RateLimiter::new(config.rate_limit_per_minute)),
+        auth_cache: Arc::new(AuthCache::new(config.auth_cache_ttl())),
     };
     actix_web::rt::System::new()
         .block_on(async move {

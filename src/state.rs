@@ -1,7 +1,8 @@
-//! What every request can reach: the database, token lifetimes, and the blocking bridge
-//! that keeps diesel work off the async threads.
+//! What every request can reach: the database, token lifetimes, the rate limiter, the
+//! authentication cache, and the blocking bridge that keeps diesel work off the async threads.
 
 use crate::error::ApiError;
+use crate::http::auth_cache::AuthCache;
 use crate::http::rate_limit::RateLimiter;
 use std::sync::Arc;
 use wpds_storage::auth::TokenLifetimes;
@@ -16,6 +17,8 @@ pub struct AppState {
     pub lifetimes: TokenLifetimes,
     /// The per-token rate limit.
     pub limiter: Arc<RateLimiter>,
+    /// Recent answers of the 401 and 403 steps.
+    pub auth_cache: Arc<AuthCache>,
 }
 
 impl AppState {

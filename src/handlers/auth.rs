@@ -23,6 +23,10 @@ pub async fn refresh_token(
             refresh_expires_in: pair.refresh_expires_in,
         })),
         Err(refusal) => {
+            if refusal == auth::RefreshRefusal::Reused {
+                // The login is revoked: no access token of it may be served from the cache.
+                state.auth_cache.clear();
+            }
             log::info!("request {}: refresh refused: {refusal:?}", ctx.request_id);
             Err(ApiError::InvalidGrant)
         }

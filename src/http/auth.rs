@@ -6,25 +6,38 @@
 //! [`crate::http::rate_limit`]). Then `/admin/api/…` needs a platform administrator, and
 //! `/v1/workspaces/{workspaceId}/…` a member of that workspace (403 `forbidden`; a
 //! workspace that does not exist counts as "not a member").
+//!
+//! Both lookups go through [`crate::http::auth_cache`] first, so a busy token costs no
+//! database round trip per request. A server built with the `bench-unchecked` feature
+//! (for `scripts/bench` only: it measures what these checks cost) skips them: there the
+//! bearer value is taken as the caller's user id, with no lookup and no membership check.
 
 use crate::error::ApiError;
 use crate::operations::Operation;
 use crate::state::AppState;
 use actix_web::HttpRequest;
 use actix_web::http::header::AUTHORIZATION;
-use wpds_storage::auth::{self, Caller};
+use wpds_storage::auth::Caller;
 
 /// Authenticates and authorises `req` for `op`; `None` for an unsecured operation.
+#[cfg(not(feature = "bench-unchecked"))]
 pub async fn check(op: &Operation, req: &HttpRequest, state: &AppState) -> Result<Option<Caller>, ApiError> {
     if !op.secured {
         return Ok(None);
     }
     let token = bearer_token(req)?;
-    let lookup = token.clone();
-    let caller = state
-        .run(move |conn| auth::authenticate(conn, &lookup))
-        .await?
-        .ok_or_else(|| unauthenticated("The access token is unknown, expired or revoked.", true))?;
+    let caller = match state.auth_cache.caller(&token) {
+        Some(caller) => caller,
+        None => {
+            let lookup = token.clone();
+            let caller = state
+                .run(move |conn| wpds_storage::auth::authenticate(conn, &lookup))
+                .await?
+                .ok_or_else(|| unauthenticated("The access token is unknown, expired or revoked.", true))?;
+            state.auth_cache.remember_caller(&token, caller.clone());
+            caller
+        }
+    };
     state.limiter.take(&token).map_err(ApiError::RateLimited)?;
     if op.path.starts_with("/admin/api/") {
         if !caller.is_platform_admin {
@@ -33,12 +46,35 @@ pub async fn check(op: &Operation, req: &HttpRequest, state: &AppState) -> Resul
     } else if let Some(workspace) = req.match_info().get("workspaceId") {
         let denied = || ApiError::Forbidden(format!("You are not a member of workspace {workspace}."));
         let Some(workspace_id) = wpds_storage::ids::parse(workspace) else { return Err(denied()) };
-        let user_id = caller.user_id;
-        if !state.run(move |conn| auth::is_member(conn, workspace_id, user_id)).await? {
+        if !is_member(state, workspace_id, caller.user_id).await? {
             return Err(denied());
         }
     }
     Ok(Some(caller))
+}
+
+/// Whether `user_id` belongs to `workspace_id`, from the cache when it knows.
+#[cfg(not(feature = "bench-unchecked"))]
+async fn is_member(state: &AppState, workspace_id: i64, user_id: i64) -> Result<bool, ApiError> {
+    if let Some(member) = state.auth_cache.membership(workspace_id, user_id) {
+        return Ok(member);
+    }
+    let member = state.run(move |conn| wpds_storage::auth::is_member(conn, workspace_id, user_id)).await?;
+    state.auth_cache.remember_membership(workspace_id, user_id, member);
+    Ok(member)
+}
+
+/// The `bench-unchecked` build: the bearer value is the caller's user id; nothing is
+/// looked up or checked beyond that.
+#[cfg(feature = "bench-unchecked")]
+pub async fn check(op: &Operation, req: &HttpRequest, _state: &AppState) -> Result<Option<Caller>, ApiError> {
+    if !op.secured {
+        return Ok(None);
+    }
+    let user_id = bearer_token(req)?
+        .parse()
+        .map_err(|_| unauthenticated("bench-unchecked build: the bearer value must be a user id.", true))?;
+    Ok(Some(Caller { user_id, is_platform_admin: true, expires_at: i64::MAX }))
 }
 
 /// The token of an `Authorization: Bearer …` header.

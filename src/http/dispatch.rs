@@ -9,6 +9,9 @@
 //! 5. the handler, with typed input; its success body goes out with the operation's
 //!    documented status, its error through [`crate::http::problem`].
 //!
+//! A server built with the `bench-unchecked` feature (for `scripts/bench` only) skips step
+//! 4's schema checks: it reads the request into the same values without judging them.
+//!
 //! A panic anywhere in a handler is caught, logged and answered as 500 `internal`.
 
 use crate::error::ApiError;
@@ -116,8 +119,13 @@ where
         .app_data::<Data<Contract>>()
         .ok_or_else(|| ApiError::Internal("the contract is not registered".to_owned()))?;
     let path: Vec<(&str, &str)> = req.match_info().iter().collect();
+    #[cfg(not(feature = "bench-unchecked"))]
     let valid =
         contract.validate(op.id, &path, req.query_string(), body.as_deref()).map_err(ApiError::Validation)?;
+    #[cfg(feature = "bench-unchecked")]
+    let valid = contract
+        .read_unchecked(op.id, &path, req.query_string(), body.as_deref())
+        .map_err(ApiError::Validation)?;
     let reply = handler(ctx, Input { valid }).await?;
     let status = StatusCode::from_u16(op.success_status)
         .map_err(|e| ApiError::Internal(format!("{}: bad success status: {e}", op.id)))?;

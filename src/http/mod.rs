@@ -2,6 +2,7 @@
 //! errors to problem+json, request ids and access logs, and the operational endpoints.
 
 pub mod auth;
+pub mod auth_cache;
 pub mod dispatch;
 pub mod docs;
 pub mod health;

@@ -120,6 +120,7 @@ pub fn spawn_app_with(options: Options) -> TestApp {
         db: Arc::clone(&db),
         lifetimes: TokenLifetimes::default(),
         limiter: Arc::new(wpds::http::rate_limit::RateLimiter::new(options.rate_limit_per_minute)),
+        auth_cache: Arc::new(wpds::http::auth_cache::AuthCache::new(config.auth_cache_ttl())),
     };
     let (ready, started) = std::sync::mpsc::channel();
     std::thread::spawn(move || {

@@ -132,6 +132,38 @@ impl Contract {
     }
 }
 
+impl Contract {
+    /// Reads a request into the same values as [`Contract::validate`] without checking
+    /// them against the document (only a body that is not JSON at all is refused). For
+    /// measuring what validation costs (`scripts/bench`); the server never uses it unless
+    /// built with its `bench-unchecked` feature.
+    pub fn read_unchecked(
+        &self,
+        operation_id: &str,
+        path: &[(&str, &str)],
+        query: &str,
+        body: Option<&[u8]>,
+    ) -> Result<ValidRequest, Vec<ProblemError>> {
+        let op =
+            self.operations.get(operation_id).unwrap_or_else(|| panic!("unknown operation {operation_id}"));
+        let path = Value::Object(
+            path.iter().map(|(k, v)| ((*k).to_owned(), Value::String((*v).to_owned()))).collect(),
+        );
+        let body = match body.filter(|bytes| !bytes.is_empty()) {
+            Some(bytes) => Some(serde_json::from_slice(bytes).map_err(|e| {
+                vec![ProblemError::new(
+                    ProblemErrorIn::Body,
+                    "",
+                    "json",
+                    format!("the body is not valid JSON: {e}"),
+                )]
+            })?),
+            None => None,
+        };
+        Ok(ValidRequest { path, query: parse_query(query, &op.query_kinds), body })
+    }
+}
+
 impl OperationValidator {
     fn compile(doc: &Value, components: &Value, op: &OperationInfo) -> Result<Self, String> {
         let path = compile(&parameters_schema(&op.path_params), components)?;
