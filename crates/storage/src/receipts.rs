@@ -5,9 +5,10 @@
 //!
 //! Receipts are listed newest first: `created_at DESC, id DESC`. Pages are keyset pages:
 //! the next page holds the rows strictly after the last row shown, written as
-//! `created_at < c OR (created_at = c AND id < i)` so that the indexes
-//! `(project_id, created_at DESC, id DESC)` and `(project_id, outcome, created_at DESC,
-//! id DESC)` serve it; `limit + 1` rows are read to know whether more follow.
+//! `created_at <= c AND (created_at < c OR (created_at = c AND id < i))`: the first
+//! conjunct is a range on the indexes `(project_id, created_at DESC, id DESC)` and
+//! `(project_id, outcome, created_at DESC, id DESC)`, so every page costs the same however
+//! deep it is; `limit + 1` rows are read to know whether more follow.
 //!
 //! A cursor is `base64url(payload) "." base64url(HMAC-SHA256(secret, scope, payload))`,
 //! at most 200 characters. The payload is `{"v":1,"createdAt":ms,"id":n}`, the position
@@ -233,7 +234,11 @@ pub fn list(
             query = query.filter(commercial_receipts::outcome.eq(outcome.clone()));
         }
         if let Some(Position { created_at, id, .. }) = after {
-            query = query.filter(
+            // `created_at <= X` is implied by the OR, and is there for the planner: it is a
+            // range on the index, so a page deep in the listing starts reading at its
+            // position instead of filtering every row before it (the OR alone is not
+            // sargable on either engine).
+            query = query.filter(commercial_receipts::created_at.le(created_at)).filter(
                 commercial_receipts::created_at
                     .lt(created_at)
                     .or(commercial_receipts::created_at.eq(created_at).and(commercial_receipts::id.lt(id))),
