@@ -23,7 +23,12 @@ fn wpds(database_url: &str, args: &[&str]) -> String {
         .env("WPDS_LOG", "warn")
         .output()
         .expect("wpds runs");
-    assert!(output.status.success(), "wpds {args:?}: {}: {}", output.status, String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "wpds {args:?}: {}: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
     String::from_utf8(output.stdout).expect("UTF-8 output")
 }
 
