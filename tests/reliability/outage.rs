@@ -31,7 +31,7 @@ impl Outage {
             Outage::Network(proxy) => proxy.cut(),
             Outage::WriteLock { path, holder } => {
                 let mut conn = SqliteConnection::establish(path).expect("the test opens the database");
-                conn.batch_execute("BEGIN EXCLUSIVE").expect("the write lock");
+                conn.batch_execute("PRAGMA busy_timeout = 10000; BEGIN EXCLUSIVE").expect("the write lock");
                 *holder = Some(conn);
             }
         }

@@ -35,7 +35,7 @@ impl Holder {
         } else {
             let path = database_url.trim_start_matches("sqlite://");
             let mut conn = diesel::SqliteConnection::establish(path).expect("the test opens the database");
-            conn.batch_execute("BEGIN IMMEDIATE").expect("the write lock");
+            conn.batch_execute("PRAGMA busy_timeout = 10000; BEGIN IMMEDIATE").expect("the write lock");
             Holder::Sqlite(conn)
         }
     }
