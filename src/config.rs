@@ -17,8 +17,9 @@ pub struct DatabaseArgs {
     #[arg(long, env = "WPDS_DB_POOL_SIZE", default_value_t = 0)]
     pub db_pool_size: u32,
 
-    /// Milliseconds to wait for a database connection before answering 503.
-    #[arg(long, env = "WPDS_DB_TIMEOUT_MS", default_value_t = 2000)]
+    /// Milliseconds a request may wait for the database in all (connections and locks)
+    /// before answering 503; the default keeps a 503 within 2 s.
+    #[arg(long, env = "WPDS_DB_TIMEOUT_MS", default_value_t = 1500)]
     pub db_timeout_ms: u64,
 }
 
@@ -113,7 +114,7 @@ impl ServeConfig {
             database: DatabaseArgs {
                 database_url: database_url.to_owned(),
                 db_pool_size: 0,
-                db_timeout_ms: 2000,
+                db_timeout_ms: 1500,
             },
             tokens: TokenArgs { access_token_ttl: 900, refresh_token_ttl: 2_592_000 },
             log: "info".to_owned(),

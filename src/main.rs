@@ -94,8 +94,16 @@ fn open(database: &DatabaseArgs) -> Result<Database, String> {
     Database::open(&database.db_config()).map_err(|e| e.to_string())
 }
 
+/// The settings of a one-shot command (`migrate`, `seed`, `token issue`): a pool of one.
+/// A larger pool keeps opening connections on r2d2's background threads; a command that
+/// exits meanwhile tears libpq down under them, which crashed `token issue` on PostgreSQL
+/// with SIGSEGV (about one run in ten) after it had printed the tokens.
+fn one_shot(database: &DatabaseArgs) -> DatabaseArgs {
+    DatabaseArgs { db_pool_size: 1, ..database.clone() }
+}
+
 fn migrate(database: &DatabaseArgs) -> Result<(), String> {
-    let db = Database::connect(&database.db_config()).map_err(|e| e.to_string())?;
+    let db = Database::connect(&one_shot(database).db_config()).map_err(|e| e.to_string())?;
     let applied = db.migrate().map_err(|e| e.to_string())?;
     if applied.is_empty() {
         println!("the database is up to date");
@@ -107,7 +115,7 @@ fn migrate(database: &DatabaseArgs) -> Result<(), String> {
 
 fn load_fixture(file: &std::path::Path, database: &DatabaseArgs) -> Result<(), String> {
     let text = std::fs::read_to_string(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-    let db = open(database)?;
+    let db = open(&one_shot(database))?;
     let conn = &mut db.conn().map_err(|e| e.to_string())?;
     let report = seed::load(conn, &text).map_err(|e| format!("{}: {e}", file.display()))?;
     println!("{report}");
@@ -116,7 +124,7 @@ fn load_fixture(file: &std::path::Path, database: &DatabaseArgs) -> Result<(), S
 
 fn issue_token(user: &str, database: &DatabaseArgs, tokens: &TokenArgs) -> Result<(), String> {
     let user_id = wpds_storage::ids::parse(user).ok_or_else(|| format!("no user {user}"))?;
-    let db = open(database)?;
+    let db = open(&one_shot(database))?;
     let conn = &mut db.conn().map_err(|e| e.to_string())?;
     let pair = auth::issue(conn, user_id, tokens.lifetimes()).map_err(|e| e.to_string())?;
     println!("{}", serde_json::to_string_pretty(&pair).map_err(|e| e.to_string())?);

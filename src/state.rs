@@ -4,7 +4,10 @@
 use crate::error::ApiError;
 use crate::http::auth_cache::AuthCache;
 use crate::http::rate_limit::RateLimiter;
+use std::cell::Cell;
+use std::future::Future;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use wpds_storage::auth::TokenLifetimes;
 use wpds_storage::{Database, DbConn, StoreError};
 
@@ -21,20 +24,42 @@ pub struct AppState {
     pub auth_cache: Arc<AuthCache>,
 }
 
+tokio::task_local! {
+    /// What is left of the current request's time for the database (see [`with_db_budget`]).
+    static DB_BUDGET: Cell<Duration>;
+}
+
+/// Runs `request` with a budget for the database: every [`AppState::run`] inside it
+/// (authentication, membership, the handler's work) waits for connections and locks out
+/// of this one budget, so a request whose database is unavailable answers 503 once the
+/// budget is spent instead of after one full timeout per step.
+pub async fn with_db_budget<F: Future>(budget: Duration, request: F) -> F::Output {
+    DB_BUDGET.scope(Cell::new(budget), request).await
+}
+
 impl AppState {
-    /// Runs `work` with a pooled connection on actix's blocking thread pool.
+    /// Runs `work` with a pooled connection on actix's blocking thread pool, within what is
+    /// left of the request's budget for the database (the whole configured timeout outside
+    /// [`with_db_budget`]).
     pub async fn run<T, F>(&self, work: F) -> Result<T, ApiError>
     where
         T: Send + 'static,
         F: FnOnce(&mut DbConn) -> Result<T, StoreError> + Send + 'static,
     {
+        let budget = DB_BUDGET.try_with(Cell::get).unwrap_or_else(|_| self.db.timeout());
+        let started = Instant::now();
         let db = Arc::clone(&self.db);
-        actix_web::web::block(move || {
-            let conn = &mut db.conn()?;
-            work(conn)
+        let outcome = actix_web::web::block(move || {
+            let (mut conn, shortened) = db.conn_within(budget)?;
+            let result = work(&mut conn);
+            if shortened {
+                // A failure means the connection is broken; the pool discards it.
+                let _ = db.restore_lock_wait(&mut conn);
+            }
+            result
         })
-        .await
-        .map_err(|e| ApiError::Internal(format!("blocking pool: {e}")))?
-        .map_err(ApiError::from)
+        .await;
+        let _ = DB_BUDGET.try_with(|left| left.set(left.get().saturating_sub(started.elapsed())));
+        outcome.map_err(|e| ApiError::Internal(format!("blocking pool: {e}")))?.map_err(ApiError::from)
     }
 }

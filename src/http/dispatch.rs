@@ -82,7 +82,13 @@ where
     Fut: Future<Output = Result<Reply<T>, ApiError>>,
     T: Serialize,
 {
-    let outcome = AssertUnwindSafe(run(op, &req, payload, handler)).catch_unwind().await;
+    let budget =
+        req.app_data::<Data<AppState>>().map_or(std::time::Duration::ZERO, |state| state.db.timeout());
+    let outcome = crate::state::with_db_budget(
+        budget,
+        AssertUnwindSafe(run(op, &req, payload, handler)).catch_unwind(),
+    )
+    .await;
     match outcome {
         Ok(Ok(response)) => response,
         Ok(Err(error)) => problem::respond(&req, error),

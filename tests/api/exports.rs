@@ -194,8 +194,18 @@ fn the_order_of_keys_in_the_body_does_not_make_it_another_body() {
 #[test]
 fn concurrent_identical_requests_create_exactly_one_export() {
     let app = &spawn_app();
+    let body = export(KEY);
+    let start = std::sync::Barrier::new(16);
     let responses: Vec<TestResponse> = std::thread::scope(|scope| {
-        let senders: Vec<_> = (0..16).map(|_| scope.spawn(move || create(app, &export(KEY)))).collect();
+        let senders: Vec<_> = (0..16)
+            .map(|_| {
+                let (body, start) = (&body, &start);
+                scope.spawn(move || {
+                    start.wait(); // all 16 leave together
+                    create(app, body)
+                })
+            })
+            .collect();
         senders.into_iter().map(|s| s.join().expect("a sender thread")).collect()
     });
     let statuses: Vec<u16> = responses.iter().map(|r| r.status).collect();
@@ -204,8 +214,10 @@ fn concurrent_identical_requests_create_exactly_one_export() {
     assert_eq!(originals, 1, "exactly one answer is not a replay");
     assert!(responses.iter().all(|r| replayed(r).is_none_or(|v| v == "true")));
     let first = &responses[0].body;
-    assert!(responses.iter().all(|r| &r.body == first), "every answer is the one record");
-    assert_eq!(stored_exports(app), 1);
+    assert!(responses.iter().all(|r| &r.body == first), "every answer is the one record, byte for byte");
+    let record = responses[0].json();
+    assert_eq!((record["requestId"].as_str(), record["status"].as_str()), (Some(KEY), Some("queued")));
+    assert_eq!(stored_exports(app), 1, "exactly one record is stored");
 }
 
 #[test]

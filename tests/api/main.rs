@@ -8,6 +8,8 @@ mod catalog;
 mod categories;
 mod cli;
 mod contacts;
+#[path = "../common/database.rs"]
+mod database;
 mod documents;
 mod documents_api;
 mod exports;

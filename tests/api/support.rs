@@ -5,7 +5,7 @@
 //! SQLite file by default, or a fresh PostgreSQL database (dropped afterwards) when
 //! `TEST_DATABASE_URL` names a PostgreSQL server.
 
-use diesel::{Connection, RunQueryDsl};
+use crate::database::TestDatabase;
 use serde_json::Value;
 use std::net::TcpListener;
 use std::sync::{Arc, OnceLock};
@@ -51,52 +51,13 @@ pub struct TestApp {
     pub token: String,
     agent: ureq::Agent,
     handle: actix_web::dev::ServerHandle,
-    scratch: Scratch,
-}
-
-/// What to clean up when the test ends.
-enum Scratch {
-    SqliteFile(std::path::PathBuf),
-    PostgresDatabase { admin_url: String, name: String },
+    /// Dropped last: removes the database once the server has been told to stop.
+    _database: TestDatabase,
 }
 
 impl Drop for TestApp {
     fn drop(&mut self) {
         drop(self.handle.stop(false));
-        match &self.scratch {
-            Scratch::SqliteFile(path) => {
-                for suffix in ["", "-wal", "-shm"] {
-                    let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-                }
-            }
-            Scratch::PostgresDatabase { admin_url, name } => {
-                if let Ok(mut admin) = diesel::PgConnection::establish(admin_url) {
-                    let _ = diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                        .execute(&mut admin);
-                }
-            }
-        }
-    }
-}
-
-/// A fresh database for one test.
-fn fresh_database() -> (String, Scratch) {
-    let unique = uuid::Uuid::new_v4().simple().to_string();
-    match std::env::var("TEST_DATABASE_URL") {
-        Ok(admin_url) if admin_url.starts_with("postgres") => {
-            let name = format!("wpds_test_{unique}");
-            let mut admin =
-                diesel::PgConnection::establish(&admin_url).expect("TEST_DATABASE_URL is reachable");
-            diesel::sql_query(format!("CREATE DATABASE {name}"))
-                .execute(&mut admin)
-                .expect("create a test database");
-            let (server, _) = admin_url.rsplit_once('/').expect("a database URL ends in /DBNAME");
-            (format!("{server}/{name}"), Scratch::PostgresDatabase { admin_url, name })
-        }
-        _ => {
-            let path = std::env::temp_dir().join(format!("wpds-test-{unique}.sqlite3"));
-            (format!("sqlite://{}", path.display()), Scratch::SqliteFile(path))
-        }
     }
 }
 
@@ -108,7 +69,8 @@ pub fn spawn_app() -> TestApp {
 
 /// [`spawn_app`] with non-default settings.
 pub fn spawn_app_with(options: Options) -> TestApp {
-    let (url, scratch) = fresh_database();
+    let database = TestDatabase::fresh();
+    let url = database.url.clone();
     let db = Database::open(&DbConfig { url: url.clone(), pool_size: 4, timeout: options.db_timeout })
         .expect("the test database opens");
     wpds_storage::seed::load(&mut db.conn().expect("a connection"), FIXTURE).expect("the demo fixture loads");
@@ -144,7 +106,7 @@ pub fn spawn_app_with(options: Options) -> TestApp {
         token: String::new(),
         agent,
         handle,
-        scratch,
+        _database: database,
     };
     app.token = app.tokens_for(ADMIN).access_token;
     app

@@ -13,7 +13,7 @@ use diesel::pg::PgConnection;
 use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool, PooledConnection};
 use diesel::sqlite::SqliteConnection;
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const SQLITE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations/sqlite");
 const POSTGRES_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations/postgres");
@@ -73,6 +73,7 @@ pub enum DbConn {
 pub struct Database {
     pools: Pools,
     engine: Engine,
+    timeout: Duration,
 }
 
 /// Runs `$body` with `$conn` (a `&mut DbConn`) rebound to the concrete connection of the
@@ -187,12 +188,47 @@ impl Database {
                 Pools::Postgres(pool)
             }
         };
-        Ok(Database { pools, engine })
+        Ok(Database { pools, engine, timeout: config.timeout })
     }
 
     /// The engine in use.
     pub fn engine(&self) -> Engine {
         self.engine
+    }
+
+    /// The configured timeout: the longest a connection checkout, and a statement's wait
+    /// for a lock, may take.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// A connection for work that may wait for the database at most `budget` in all: the
+    /// checkout waits at most `budget`, and when less than the configured timeout is left
+    /// after it, the connection's lock wait (SQLite `busy_timeout`, PostgreSQL
+    /// `lock_timeout`) is shortened to what is left. The flag says it was shortened: pass
+    /// the connection to [`Database::restore_lock_wait`] before returning it to the pool.
+    /// `Unavailable` when the budget is spent or no connection comes in time.
+    pub fn conn_within(&self, budget: Duration) -> Result<(DbConn, bool), StoreError> {
+        if budget.is_zero() {
+            return Err(StoreError::Unavailable("the request's time for the database is spent".to_owned()));
+        }
+        let started = Instant::now();
+        let mut conn = match &self.pools {
+            Pools::Sqlite(pool) => DbConn::Sqlite(pool.get_timeout(budget)?),
+            Pools::Postgres(pool) => DbConn::Postgres(pool.get_timeout(budget)?),
+        };
+        let left = budget.saturating_sub(started.elapsed());
+        if left >= self.timeout {
+            return Ok((conn, false));
+        }
+        set_lock_wait(&mut conn, left)?;
+        Ok((conn, true))
+    }
+
+    /// Puts a connection's lock wait back to the configured timeout (after
+    /// [`Database::conn_within`] shortened it).
+    pub fn restore_lock_wait(&self, conn: &mut DbConn) -> Result<(), StoreError> {
+        set_lock_wait(conn, self.timeout)
     }
 
     /// A connection from the pool; `Unavailable` when none comes within the timeout.
@@ -218,6 +254,17 @@ impl Database {
         let conn = &mut self.conn()?;
         db_run!(conn => conn.batch_execute("SELECT 1")).map_err(StoreError::from)
     }
+}
+
+/// Sets how long a statement of `conn` waits for a lock before failing (at least 1 ms:
+/// 0 would mean "forever" on PostgreSQL).
+fn set_lock_wait(conn: &mut DbConn, wait: Duration) -> Result<(), StoreError> {
+    let millis = wait.as_millis().max(1);
+    match conn {
+        DbConn::Sqlite(c) => c.batch_execute(&format!("PRAGMA busy_timeout = {millis}")),
+        DbConn::Postgres(c) => c.batch_execute(&format!("SET lock_timeout = {millis}")),
+    }
+    .map_err(StoreError::from)
 }
 
 fn versions(applied: Vec<diesel::migration::MigrationVersion<'_>>) -> Vec<String> {

@@ -1,0 +1,246 @@
+//! Server processes, a seeded database and a small HTTP client for the fault tests.
+
+use crate::database::TestDatabase;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The server binary Cargo built for this test target.
+const WPDS: &str = env!("CARGO_BIN_EXE_wpds");
+/// The demo fixture: user 5 is a member of workspace 1, which has project 7.
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/demo.json");
+/// The demo member whose own time-log cells the tests write.
+const MEMBER: &str = "5";
+/// The time-log cells of workspace 1.
+pub const CELLS: &str = "/v1/workspaces/1/time-log/cells";
+
+/// Runs a `wpds` command on `database_url` and returns its standard output.
+fn wpds(database_url: &str, args: &[&str]) -> String {
+    let output = Command::new(WPDS)
+        .args(args)
+        .env("DATABASE_URL", database_url)
+        .env("WPDS_LOG", "warn")
+        .output()
+        .expect("wpds runs");
+    assert!(
+        output.status.success(),
+        "wpds {args:?}: {}: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("UTF-8 output")
+}
+
+/// A fresh database loaded with the demo fixture, and an access token of user 5.
+pub struct Seeded {
+    /// The database; dropped (removed) with this value.
+    pub database: TestDatabase,
+    /// An access token of the demo member (user 5).
+    pub token: String,
+}
+
+impl Seeded {
+    /// Creates the database, loads the fixture with `wpds seed` and issues a token with
+    /// `wpds token issue`, as an operator would.
+    pub fn new() -> Self {
+        let database = TestDatabase::fresh();
+        wpds(&database.url, &["seed", FIXTURE]);
+        let issued: Value = serde_json::from_str(&wpds(&database.url, &["token", "issue", "--user", MEMBER]))
+            .expect("token issue prints JSON");
+        let token = issued["accessToken"].as_str().expect("an access token").to_owned();
+        Seeded { database, token }
+    }
+
+    /// Whether the database is PostgreSQL (else SQLite).
+    pub fn is_postgres(&self) -> bool {
+        self.database.url.starts_with("postgres")
+    }
+}
+
+/// A running `wpds serve` process; killed (SIGKILL) and reaped when dropped.
+pub struct Server {
+    child: Child,
+    /// `http://127.0.0.1:PORT`.
+    pub base: String,
+    /// The port it listens on.
+    pub port: u16,
+    log: PathBuf,
+}
+
+impl Server {
+    /// Starts `wpds serve` on `database_url` with default settings.
+    pub fn start(database_url: &str) -> Self {
+        Self::start_with(database_url, &[])
+    }
+
+    /// Starts `wpds serve` on `database_url` with extra environment settings, on a free
+    /// loopback port, and waits until `/healthz` answers.
+    pub fn start_with(database_url: &str, settings: &[(&str, &str)]) -> Self {
+        for _ in 0..5 {
+            let port = free_port();
+            let log =
+                std::env::temp_dir().join(format!("wpds-reliability-{}.log", uuid::Uuid::new_v4().simple()));
+            let log_file = std::fs::File::create(&log).expect("a log file");
+            let child = Command::new(WPDS)
+                .arg("serve")
+                .env("DATABASE_URL", database_url)
+                .env("WPDS_BIND", format!("127.0.0.1:{port}"))
+                .env("WPDS_LOG", "warn")
+                .env("WPDS_WORKERS", "2")
+                .envs(settings.iter().copied())
+                .stdin(Stdio::null())
+                .stdout(log_file.try_clone().expect("a log handle"))
+                .stderr(log_file)
+                .spawn()
+                .expect("wpds serve starts");
+            let mut server = Server { child, base: format!("http://127.0.0.1:{port}"), port, log };
+            if server.wait_until_healthy() {
+                return server;
+            }
+            if !server.log_text().contains("cannot listen") {
+                panic!("wpds serve did not become healthy; its log:\n{}", server.log_text());
+            }
+            // Another process took the port between our probe and the server's bind: retry.
+        }
+        panic!("no free port for wpds serve after 5 attempts")
+    }
+
+    /// Polls `/healthz` until it answers 200 (true) or the process exits (false).
+    fn wait_until_healthy(&mut self) -> bool {
+        let agent = agent();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if self.child.try_wait().expect("a child status").is_some() {
+                return false;
+            }
+            if agent.get(format!("{}/healthz", self.base)).call().is_ok_and(|r| r.status() == 200) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("wpds serve was not healthy within 30 s; its log:\n{}", self.log_text())
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Everything the server wrote to stdout and stderr so far.
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// SIGKILL, and reap the process.
+    pub fn kill(&mut self) {
+        self.child.kill().expect("SIGKILL is delivered");
+        self.child.wait().expect("the killed server is reaped");
+    }
+
+    /// Sends SIGTERM (graceful shutdown).
+    pub fn terminate(&self) {
+        let status =
+            Command::new("kill").args(["-TERM", &self.pid().to_string()]).status().expect("kill runs");
+        assert!(status.success(), "kill -TERM {}", self.pid());
+    }
+
+    /// Waits up to `limit` for the process to exit and returns its exit status.
+    pub fn wait_for_exit(&mut self, limit: Duration) -> std::process::ExitStatus {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("a child status") {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the server did not exit within {limit:?}; log:\n{}",
+                self.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.log);
+    }
+}
+
+/// A port nobody listens on right now.
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a random port");
+    listener.local_addr().expect("a bound address").port()
+}
+
+/// An HTTP client that returns every status as a response and gives up after 15 s, so a
+/// hanging server fails the test.
+pub fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(15)))
+        .build()
+        .into()
+}
+
+/// An answer: status, `Retry-After`, body as JSON (`Null` when not JSON).
+#[derive(Debug)]
+pub struct Answer {
+    /// HTTP status.
+    pub status: u16,
+    /// The `Retry-After` header.
+    pub retry_after: Option<String>,
+    /// The body.
+    pub body: Value,
+}
+
+/// A write of the demo member's cell of project 7 on `date`.
+pub fn cell(date: &str, hours: &str, note: &str, expected_version: i64) -> Value {
+    json!({"projectId": "7", "date": date, "hours": hours, "note": note, "expectedVersion": expected_version})
+}
+
+/// `PUT` the time-log cell; `Err` when no HTTP answer came (connection refused or reset,
+/// or the client timeout).
+pub fn put_cell(agent: &ureq::Agent, base: &str, token: &str, body: &Value) -> Result<Answer, ureq::Error> {
+    let mut response = agent
+        .put(format!("{base}{CELLS}"))
+        .header("authorization", format!("Bearer {token}"))
+        .send_json(body)?;
+    let status = response.status().as_u16();
+    let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let body = response.body_mut().read_json().unwrap_or(Value::Null);
+    Ok(Answer { status, retry_after, body })
+}
+
+/// A cell as stored: version and entry (`Null` for a never-written cell).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stored {
+    /// The current version (1 for a never-written cell).
+    pub version: i64,
+    /// `current.entry` of the 409, or `Null`.
+    pub entry: Value,
+}
+
+/// Reads a cell through the API without changing it: a write expecting a version no cell
+/// ever reaches answers 409 `version_conflict` with the current version and entry.
+pub fn read_cell(agent: &ureq::Agent, base: &str, token: &str, date: &str) -> Stored {
+    let answer = put_cell(agent, base, token, &cell(date, "0", "probe", 1_000_000_000)).expect("an answer");
+    assert_eq!(answer.status, 409, "a stale write is refused: {}", answer.body);
+    assert_eq!(answer.body["code"], "version_conflict");
+    Stored {
+        version: answer.body["currentVersion"].as_i64().expect("currentVersion"),
+        entry: answer.body["current"]["entry"].clone(),
+    }
+}
+
+/// Polls `condition` every 10 ms until it holds; fails the test after `limit`.
+pub fn wait_until(what: &str, limit: Duration, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !condition() {
+        assert!(Instant::now() < deadline, "not within {limit:?}: {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

@@ -1,0 +1,19 @@
+//! Fault tests against real `wpds serve` processes: lost updates across processes, crash
+//! durability after SIGKILL, a database outage, graceful shutdown on SIGTERM.
+//!
+//! Rules of this target: every test starts the binary Cargo built for it
+//! (`CARGO_BIN_EXE_wpds`) on its own fresh database (`TEST_DATABASE_URL` chooses the engine
+//! exactly as for `tests/api`), seeded with `wpds seed fixtures/demo.json`, and talks HTTP to
+//! it. Every spawned process is killed when its handle drops, also when a test panics.
+//! Nothing waits a fixed time to let something happen: tests wait for an observable
+//! condition, with a deadline that fails the test. Every request has a client-side timeout,
+//! so a hanging server fails a test instead of stalling the suite.
+
+mod crash;
+#[path = "../common/database.rs"]
+mod database;
+mod harness;
+mod lost_updates;
+mod outage;
+mod proxy;
+mod shutdown;
