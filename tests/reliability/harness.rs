@@ -32,6 +32,14 @@ fn wpds(database_url: &str, args: &[&str]) -> String {
     String::from_utf8(output.stdout).expect("UTF-8 output")
 }
 
+/// Starts a login of the demo member with `wpds token issue`: (access, refresh) token.
+pub fn issue_pair(database_url: &str) -> (String, String) {
+    let issued: Value = serde_json::from_str(&wpds(database_url, &["token", "issue", "--user", MEMBER]))
+        .expect("token issue prints JSON");
+    let token = |name: &str| issued[name].as_str().unwrap_or_else(|| panic!("no {name}")).to_owned();
+    (token("accessToken"), token("refreshToken"))
+}
+
 /// A fresh database loaded with the demo fixture, and an access token of user 5.
 pub struct Seeded {
     /// The database; dropped (removed) with this value.
@@ -46,9 +54,7 @@ impl Seeded {
     pub fn new() -> Self {
         let database = TestDatabase::fresh();
         wpds(&database.url, &["seed", FIXTURE]);
-        let issued: Value = serde_json::from_str(&wpds(&database.url, &["token", "issue", "--user", MEMBER]))
-            .expect("token issue prints JSON");
-        let token = issued["accessToken"].as_str().expect("an access token").to_owned();
+        let (token, _) = issue_pair(&database.url);
         Seeded { database, token }
     }
 

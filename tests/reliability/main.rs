@@ -1,5 +1,6 @@
 //! Fault tests against real `wpds serve` processes: lost updates across processes, crash
-//! durability after SIGKILL, a database outage, graceful shutdown on SIGTERM.
+//! durability after SIGKILL, a database outage, graceful shutdown on SIGTERM, and the bound
+//! on how long a revoked login keeps working in another process (the auth cache).
 //!
 //! Rules of this target: every test starts the binary Cargo built for it
 //! (`CARGO_BIN_EXE_wpds`) on its own fresh database (`TEST_DATABASE_URL` chooses the engine
@@ -16,4 +17,5 @@ mod harness;
 mod lost_updates;
 mod outage;
 mod proxy;
+mod revocation;
 mod shutdown;
