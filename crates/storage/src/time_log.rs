@@ -23,7 +23,11 @@ use crate::ids;
 use crate::schema::{projects, time_log_entries as cells};
 use crate::stored::decode;
 use crate::{db_run, db_write};
+use diesel::backend::Backend;
 use diesel::prelude::*;
+use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
+use diesel::serialize::ToSql;
+use diesel::sql_types::{BigInt, Bool, HasSqlType, Text};
 use serde_json::{Value, json};
 use wpds_contract::types::{TimeLogEntry, TimeLogEntryPhase};
 
@@ -106,30 +110,74 @@ fn entry(row: CellRow) -> Result<TimeLogEntry, StoreError> {
     })
 }
 
-/// The one-statement write of the cell at the expected version: the updated row, or
-/// `None` when no row matched. A macro because it runs on either engine's connection.
-macro_rules! update_if_current {
-    ($conn:ident, $write:expr, $project_id:expr, $hours:expr) => {
-        diesel::update(
-            cells::table
-                .filter(cells::workspace_id.eq($write.workspace_id))
-                .filter(cells::user_id.eq($write.user_id))
-                .filter(cells::project_id.eq($project_id))
-                .filter(cells::entry_date.eq(&$write.date))
-                .filter(cells::phase.eq(&$write.phase))
-                .filter(cells::version.eq($write.expected_version)),
-        )
-        .set((
-            cells::hours_centi.eq($hours),
-            cells::note.eq(&$write.note),
-            cells::billable.eq($write.billable),
-            cells::version.eq(cells::version + 1),
-            cells::updated_at.eq(now_millis()),
-        ))
-        .returning(CellRow::as_returning())
-        .get_result::<CellRow>($conn)
-        .optional()
-    };
+/// The one-statement write of the cell at the expected version; its row, if one matched.
+///
+/// Written as its own query type rather than `diesel::update(…)` for one reason: diesel
+/// never keeps its `UPDATE` statements prepared (their SQL can vary with the changeset), so
+/// every request paid for parsing and planning the hottest statement of the service. This
+/// statement's text never varies, so it declares a static query id and both engines keep it
+/// prepared per connection. The columns it returns are [`CellRow`]'s, in order.
+#[derive(Debug, Clone, Copy)]
+struct CurrentWrite<'a> {
+    write: &'a CellWrite,
+    project_id: i64,
+    hours: i64,
+    now: i64,
+}
+
+/// The static query id of [`CurrentWrite`].
+#[derive(Debug, Clone, Copy)]
+struct CurrentWriteId;
+
+impl QueryId for CurrentWrite<'_> {
+    type QueryId = CurrentWriteId;
+    const HAS_STATIC_QUERY_ID: bool = true;
+}
+
+impl Query for CurrentWrite<'_> {
+    type SqlType = (BigInt, BigInt, Text, Text, BigInt, Text, Bool, BigInt);
+}
+
+impl<Conn> RunQueryDsl<Conn> for CurrentWrite<'_> {}
+
+impl<DB> QueryFragment<DB> for CurrentWrite<'_>
+where
+    DB: Backend + HasSqlType<BigInt> + HasSqlType<Text> + HasSqlType<Bool>,
+    i64: ToSql<BigInt, DB>,
+    String: ToSql<Text, DB>,
+    bool: ToSql<Bool, DB>,
+{
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, DB>) -> QueryResult<()> {
+        let w = self.write;
+        out.push_sql("UPDATE time_log_entries SET hours_centi = ");
+        out.push_bind_param::<BigInt, _>(&self.hours)?;
+        out.push_sql(", note = ");
+        out.push_bind_param::<Text, _>(&w.note)?;
+        out.push_sql(", billable = ");
+        out.push_bind_param::<Bool, _>(&w.billable)?;
+        out.push_sql(", version = version + 1, updated_at = ");
+        out.push_bind_param::<BigInt, _>(&self.now)?;
+        out.push_sql(" WHERE workspace_id = ");
+        out.push_bind_param::<BigInt, _>(&w.workspace_id)?;
+        out.push_sql(" AND user_id = ");
+        out.push_bind_param::<BigInt, _>(&w.user_id)?;
+        out.push_sql(" AND project_id = ");
+        out.push_bind_param::<BigInt, _>(&self.project_id)?;
+        out.push_sql(" AND entry_date = ");
+        out.push_bind_param::<Text, _>(&w.date)?;
+        out.push_sql(" AND phase = ");
+        out.push_bind_param::<Text, _>(&w.phase)?;
+        out.push_sql(" AND version = ");
+        out.push_bind_param::<BigInt, _>(&w.expected_version)?;
+        out.push_sql(" RETURNING id, project_id, entry_date, phase, hours_centi, note, billable, version");
+        Ok(())
+    }
+}
+
+impl<'a> CurrentWrite<'a> {
+    fn new(write: &'a CellWrite, project_id: i64, hours: i64) -> Self {
+        CurrentWrite { write, project_id, hours, now: now_millis() }
+    }
 }
 
 /// Writes one cell of the caller's time log.
@@ -143,7 +191,7 @@ pub fn set_cell(conn: &mut DbConn, write: CellWrite) -> Result<TimeLogEntry, Sto
         StoreError::Internal(format!("hours {:?} passed the contract but not the parser", write.hours))
     })?;
     if let Some(project_id) = project_id.filter(|_| hours <= MAX_HOURS_CENTI)
-        && let Some(row) = db_run!(conn => update_if_current!(conn, write, project_id, hours))?
+        && let Some(row) = db_run!(conn => CurrentWrite::new(&write, project_id, hours).get_result::<CellRow>(conn).optional())?
     {
         return entry(row);
     }
@@ -171,7 +219,7 @@ pub fn set_cell(conn: &mut DbConn, write: CellWrite) -> Result<TimeLogEntry, Sto
             .filter(cells::project_id.eq(project_id))
             .filter(cells::entry_date.eq(&write.date))
             .filter(cells::phase.eq(&write.phase));
-        if let Some(row) = update_if_current!(conn, write, project_id, hours)? {
+        if let Some(row) = CurrentWrite::new(&write, project_id, hours).get_result::<CellRow>(conn).optional()? {
             return entry(row);
         }
         if write.expected_version == 1 {
