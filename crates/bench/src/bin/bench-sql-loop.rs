@@ -12,8 +12,9 @@
 //! `--print-pgbench-script 1` prints instead a `pgbench` script of the same statement
 //! text (PostgreSQL rendering), for one cell per client (`user = client_id + 1`, the first
 //! date), its version carried from one transaction to the next by `\gset`; run it with
-//! `pgbench -M prepared -D version=<start version> -D note= -D date=<first date> -D phase=general`
-//! (pgbench's `\set` takes numbers only, so the text binds come from `-D`).
+//! `pgbench -M prepared -D version=<start version> -D date=<first date> -D phase=general`
+//! (pgbench's `\set` takes numbers only, so the text binds come from `-D`; the empty
+//! note, which `-D` cannot define, is written as the literal `''`).
 
 use diesel::connection::SimpleConnection;
 use diesel::pg::{Pg, PgConnection};
@@ -172,7 +173,8 @@ fn print_pgbench_script() {
     let sql = rendered.split(" -- binds:").next().unwrap_or(&rendered);
     // The binds in the order diesel numbers them: SET hours, note, billable, version + 1,
     // updated_at; WHERE user, project, date, phase, version.
-    let variables = [":hours", ":note", ":billable", ":one", ":now", ":user", ":project", ":date", ":phase", ":version"];
+    // pgbench cannot define an empty variable, so the empty note is a literal.
+    let variables = [":hours", "''", ":billable", ":one", ":now", ":user", ":project", ":date", ":phase", ":version"];
     let mut script = sql.to_owned();
     for (n, variable) in variables.iter().enumerate().rev() {
         script = script.replace(&format!("${}", n + 1), variable);
