@@ -71,14 +71,19 @@ fn main() {
     let statements = [
         "BEGIN".to_owned(),
         format!("INSERT INTO workspaces (id, name) VALUES ({WORKSPACE_ID}, 'Bench workspace')"),
-        format!("INSERT INTO projects (id, workspace_id, name) VALUES ({PROJECT_ID}, {WORKSPACE_ID}, 'Bench project')"),
+        format!(
+            "INSERT INTO projects (id, workspace_id, name) VALUES ({PROJECT_ID}, {WORKSPACE_ID}, 'Bench project')"
+        ),
         format!(
             "{} INSERT INTO users (id, email, display_name, is_platform_admin) \
              SELECT i, 'bench' || i || '@example.com', 'Bench user ' || i, {} FROM n",
             numbers(users),
             dialect.false_
         ),
-        format!("{} INSERT INTO memberships (workspace_id, user_id) SELECT {WORKSPACE_ID}, i FROM n", numbers(users)),
+        format!(
+            "{} INSERT INTO memberships (workspace_id, user_id) SELECT {WORKSPACE_ID}, i FROM n",
+            numbers(users)
+        ),
         format!(
             "{}, d(i) AS (SELECT i FROM n WHERE i <= {dates}) \
              INSERT INTO time_log_entries (workspace_id, user_id, project_id, entry_date, phase, hours_centi, note, billable, version, updated_at) \
@@ -106,10 +111,12 @@ fn main() {
         run(conn, statement);
     }
     let loaded = started.elapsed();
-    let lifetimes = TokenLifetimes { access: Duration::from_secs(86_400), refresh: Duration::from_secs(86_400) };
+    let lifetimes =
+        TokenLifetimes { access: Duration::from_secs(86_400), refresh: Duration::from_secs(86_400) };
     let mut tokens = String::new();
     for user in 1..=users {
-        let pair = auth::issue(conn, user, lifetimes).unwrap_or_else(|e| fail(&format!("token of user {user}: {e}")));
+        let pair = auth::issue(conn, user, lifetimes)
+            .unwrap_or_else(|e| fail(&format!("token of user {user}: {e}")));
         tokens.push_str(&pair.access_token);
         tokens.push('\n');
     }

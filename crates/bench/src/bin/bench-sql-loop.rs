@@ -5,8 +5,10 @@
 //! `synchronous = NORMAL`, `busy_timeout`, foreign keys; PostgreSQL its `lock_timeout`).
 //! Thread `t` owns the cells of users `u` with `(u - 1) % T == t` and updates them round
 //! robin with the statement `crates/storage/src/time_log.rs` issues (built here from the
-//! same diesel schema: `UPDATE … WHERE user, project, date, phase AND version = expected
-//! RETURNING …`), each in autocommit, tracking each cell's version from `RETURNING`.
+//! same diesel schema: `UPDATE … WHERE workspace, user, project, date, phase AND version =
+//! expected RETURNING …`, as `update_if_current!` there builds it — keep the two alike),
+//! each in autocommit like the repository's common case, tracking each cell's version from
+//! `RETURNING`.
 //! Prints `{"ok":…,"stale":…,"seconds":…,"perSecond":…}`.
 //!
 //! `--print-pgbench-script 1` prints instead a `pgbench` script of the same statement
@@ -21,7 +23,7 @@ use diesel::pg::{Pg, PgConnection};
 use diesel::prelude::*;
 use diesel::sqlite::SqliteConnection;
 use std::time::{Duration, Instant};
-use wpds_bench::{Args, CELL_START_VERSION, DataSet, PROJECT_ID, fail};
+use wpds_bench::{Args, CELL_START_VERSION, DataSet, PROJECT_ID, WORKSPACE_ID, fail};
 use wpds_storage::schema::time_log_entries as cells;
 
 /// What the repository's `RETURNING` reads (its `CellRow`, in field order).
@@ -32,6 +34,7 @@ macro_rules! cell_update {
     ($user:expr, $date:expr, $version:expr, $now:expr) => {
         diesel::update(
             cells::table
+                .filter(cells::workspace_id.eq(WORKSPACE_ID))
                 .filter(cells::user_id.eq($user))
                 .filter(cells::project_id.eq(PROJECT_ID))
                 .filter(cells::entry_date.eq($date))
@@ -130,7 +133,11 @@ fn main() {
             let owned: Vec<Cell> = (1..=set.users)
                 .filter(|u| (u - 1) % threads == t)
                 .flat_map(|user| {
-                    (0..set.dates).map(move |d| Cell { user, date: DataSet::date(d), version: CELL_START_VERSION })
+                    (0..set.dates).map(move |d| Cell {
+                        user,
+                        date: DataSet::date(d),
+                        version: CELL_START_VERSION,
+                    })
                 })
                 .collect();
             std::thread::spawn(move || {
@@ -172,9 +179,21 @@ fn print_pgbench_script() {
     let rendered = diesel::debug_query::<Pg, _>(&query).to_string();
     let sql = rendered.split(" -- binds:").next().unwrap_or(&rendered);
     // The binds in the order diesel numbers them: SET hours, note, billable, version + 1,
-    // updated_at; WHERE user, project, date, phase, version.
+    // updated_at; WHERE workspace, user, project, date, phase, version.
     // pgbench cannot define an empty variable, so the empty note is a literal.
-    let variables = [":hours", "''", ":billable", ":one", ":now", ":user", ":project", ":date", ":phase", ":version"];
+    let variables = [
+        ":hours",
+        "''",
+        ":billable",
+        ":one",
+        ":now",
+        ":workspace",
+        ":user",
+        ":project",
+        ":date",
+        ":phase",
+        ":version",
+    ];
     let mut script = sql.to_owned();
     for (n, variable) in variables.iter().enumerate().rev() {
         script = script.replace(&format!("${}", n + 1), variable);
@@ -186,6 +205,7 @@ fn print_pgbench_script() {
     println!("\\set billable 1");
     println!("\\set one 1");
     println!("\\set now 1763700000000");
+    println!("\\set workspace {WORKSPACE_ID}");
     println!("\\set user :client_id + 1");
     println!("\\set project {PROJECT_ID}");
     println!("{script} \\gset");
