@@ -1,0 +1,212 @@
+//! `bench-sql-loop`: ceiling (b) of the write path — the repository's UPDATE in a plain loop.
+//!
+//! `bench-sql-loop --database-url URL --users N --dates D --threads T --seconds S` opens
+//! `T` connections directly (no pool; SQLite gets the server's pragmas: WAL,
+//! `synchronous = NORMAL`, `busy_timeout`, foreign keys; PostgreSQL its `lock_timeout`).
+//! Thread `t` owns the cells of users `u` with `(u - 1) % T == t` and updates them round
+//! robin with the statement `crates/storage/src/time_log.rs` issues (built here from the
+//! same diesel schema: `UPDATE … WHERE workspace, user, project, date, phase AND version =
+//! expected RETURNING …`, as `update_if_current!` there builds it — keep the two alike),
+//! each in autocommit like the repository's common case, tracking each cell's version from
+//! `RETURNING`.
+//! Prints `{"ok":…,"stale":…,"seconds":…,"perSecond":…}`.
+//!
+//! `--print-pgbench-script 1` prints instead a `pgbench` script of the same statement
+//! text (PostgreSQL rendering), for one cell per client (`user = client_id + 1`, the first
+//! date), its version carried from one transaction to the next by `\gset`; run it with
+//! `pgbench -M prepared -D version=<start version> -D date=<first date> -D phase=general`
+//! (pgbench's `\set` takes numbers only, so the text binds come from `-D`; the empty
+//! note, which `-D` cannot define, is written as the literal `''`).
+
+use diesel::connection::SimpleConnection;
+use diesel::pg::{Pg, PgConnection};
+use diesel::prelude::*;
+use diesel::sqlite::SqliteConnection;
+use std::time::{Duration, Instant};
+use wpds_bench::{Args, CELL_START_VERSION, DataSet, PROJECT_ID, WORKSPACE_ID, fail};
+use wpds_storage::schema::time_log_entries as cells;
+
+/// What the repository's `RETURNING` reads (its `CellRow`, in field order).
+type Row = (i64, i64, String, String, i64, String, bool, i64);
+
+/// The repository's optimistic update of one cell, as a diesel query.
+macro_rules! cell_update {
+    ($user:expr, $date:expr, $version:expr, $now:expr) => {
+        diesel::update(
+            cells::table
+                .filter(cells::workspace_id.eq(WORKSPACE_ID))
+                .filter(cells::user_id.eq($user))
+                .filter(cells::project_id.eq(PROJECT_ID))
+                .filter(cells::entry_date.eq($date))
+                .filter(cells::phase.eq("general"))
+                .filter(cells::version.eq($version)),
+        )
+        .set((
+            cells::hours_centi.eq(750_i64),
+            cells::note.eq(""),
+            cells::billable.eq(true),
+            cells::version.eq(cells::version + 1),
+            cells::updated_at.eq($now),
+        ))
+        .returning((
+            cells::id,
+            cells::project_id,
+            cells::entry_date,
+            cells::phase,
+            cells::hours_centi,
+            cells::note,
+            cells::billable,
+            cells::version,
+        ))
+    };
+}
+
+/// One cell a thread owns, with the version it last saw.
+struct Cell {
+    user: i64,
+    date: String,
+    version: i64,
+}
+
+/// A thread's tally.
+#[derive(Default)]
+struct Tally {
+    ok: u64,
+    stale: u64,
+}
+
+/// Updates `cells` round robin on `conn` until `deadline`; a stale version (another writer
+/// got there) is re-read and counted.
+macro_rules! drive {
+    ($conn:ident, $cells:ident, $deadline:ident) => {{
+        let mut owned = $cells;
+        let mut tally = Tally::default();
+        let mut i = 0_usize;
+        let now = wpds_storage::clock::now_millis();
+        loop {
+            if i % 64 == 0 && Instant::now() >= $deadline {
+                break tally;
+            }
+            let n = owned.len();
+            let cell = &mut owned[i % n];
+            i += 1;
+            let updated: Option<Row> = cell_update!(cell.user, &cell.date, cell.version, now)
+                .get_result(&mut $conn)
+                .optional()
+                .unwrap_or_else(|e| fail(&format!("update: {e}")));
+            match updated {
+                Some(row) => {
+                    cell.version = row.7;
+                    tally.ok += 1;
+                }
+                None => {
+                    tally.stale += 1;
+                    cell.version = cells::table
+                        .filter(cells::user_id.eq(cell.user))
+                        .filter(cells::project_id.eq(PROJECT_ID))
+                        .filter(cells::entry_date.eq(&cell.date))
+                        .filter(cells::phase.eq("general"))
+                        .select(cells::version)
+                        .first(&mut $conn)
+                        .unwrap_or_else(|e| fail(&format!("re-read: {e}")));
+                }
+            }
+        }
+    }};
+}
+
+fn main() {
+    let args = Args::parse();
+    if args.number("print-pgbench-script", 0) != 0 {
+        print_pgbench_script();
+        return;
+    }
+    let url = args.text("database-url");
+    let set = DataSet { users: args.number("users", 16), dates: args.number("dates", 256) };
+    let threads = args.number("threads", 1).max(1);
+    let seconds = args.number("seconds", 10).max(1) as u64;
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(seconds);
+    let workers: Vec<_> = (0..threads)
+        .map(|t| {
+            let url = url.clone();
+            let owned: Vec<Cell> = (1..=set.users)
+                .filter(|u| (u - 1) % threads == t)
+                .flat_map(|user| {
+                    (0..set.dates).map(move |d| Cell {
+                        user,
+                        date: DataSet::date(d),
+                        version: CELL_START_VERSION,
+                    })
+                })
+                .collect();
+            std::thread::spawn(move || {
+                if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+                    let mut conn = PgConnection::establish(&url).unwrap_or_else(|e| fail(&e.to_string()));
+                    conn.batch_execute("SET lock_timeout = 2000").unwrap_or_else(|e| fail(&e.to_string()));
+                    drive!(conn, owned, deadline)
+                } else {
+                    let path = url.strip_prefix("sqlite://").unwrap_or(&url);
+                    let mut conn = SqliteConnection::establish(path).unwrap_or_else(|e| fail(&e.to_string()));
+                    conn.batch_execute(
+                        "PRAGMA busy_timeout = 2000; PRAGMA journal_mode = WAL; \
+                         PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;",
+                    )
+                    .unwrap_or_else(|e| fail(&e.to_string()));
+                    drive!(conn, owned, deadline)
+                }
+            })
+        })
+        .collect();
+    let mut total = Tally::default();
+    for worker in workers {
+        let tally = worker.join().unwrap_or_else(|_| fail("a loop thread panicked"));
+        total.ok += tally.ok;
+        total.stale += tally.stale;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    println!(
+        r#"{{"ok":{},"stale":{},"threads":{threads},"seconds":{elapsed:.3},"perSecond":{:.1}}}"#,
+        total.ok,
+        total.stale,
+        total.ok as f64 / elapsed
+    );
+}
+
+/// The pgbench script: the statement's PostgreSQL text with its binds as pgbench variables.
+fn print_pgbench_script() {
+    let query = cell_update!(0_i64, "d", 0_i64, 0_i64);
+    let rendered = diesel::debug_query::<Pg, _>(&query).to_string();
+    let sql = rendered.split(" -- binds:").next().unwrap_or(&rendered);
+    // The binds in the order diesel numbers them: SET hours, note, billable, version + 1,
+    // updated_at; WHERE workspace, user, project, date, phase, version.
+    // pgbench cannot define an empty variable, so the empty note is a literal.
+    let variables = [
+        ":hours",
+        "''",
+        ":billable",
+        ":one",
+        ":now",
+        ":workspace",
+        ":user",
+        ":project",
+        ":date",
+        ":phase",
+        ":version",
+    ];
+    let mut script = sql.to_owned();
+    for (n, variable) in variables.iter().enumerate().rev() {
+        script = script.replace(&format!("${}", n + 1), variable);
+    }
+    if script.contains('$') {
+        fail(&format!("unexpected binds in {rendered}"));
+    }
+    println!("\\set hours 750");
+    println!("\\set billable 1");
+    println!("\\set one 1");
+    println!("\\set now 1763700000000");
+    println!("\\set workspace {WORKSPACE_ID}");
+    println!("\\set user :client_id + 1");
+    println!("\\set project {PROJECT_ID}");
+    println!("{script} \\gset");
+}
