@@ -132,8 +132,8 @@ fn main() {
 /// Runs one statement of either engine; exits naming it on failure.
 fn run(conn: &mut DbConn, sql: &str) {
     let outcome = match conn {
-        DbConn::Sqlite(c) => (&mut **c).batch_execute(sql),
-        DbConn::Postgres(c) => (&mut **c).batch_execute(sql),
+        DbConn::Sqlite(c) => (**c).batch_execute(sql),
+        DbConn::Postgres(c) => (**c).batch_execute(sql),
     };
     if let Err(e) = outcome {
         fail(&format!("{e}\n  in: {sql}"));
