@@ -203,8 +203,8 @@ impl Database {
     }
 
     /// A connection for work that may wait for the database at most `budget` in all: the
-    /// checkout waits at most `budget`, and when less than the configured timeout is left
-    /// after it, the connection's lock wait (SQLite `busy_timeout`, PostgreSQL
+    /// checkout waits at most `budget`, and when less than the configured timeout (minus
+    /// [`LOCK_WAIT_SLACK`]) is left after it, the connection's lock wait (SQLite `busy_timeout`, PostgreSQL
     /// `lock_timeout`) is shortened to what is left. The flag says it was shortened: pass
     /// the connection to [`Database::restore_lock_wait`] before returning it to the pool.
     /// `Unavailable` when the budget is spent or no connection comes in time.
@@ -218,7 +218,9 @@ impl Database {
             Pools::Postgres(pool) => DbConn::Postgres(pool.get_timeout(budget)?),
         };
         let left = budget.saturating_sub(started.elapsed());
-        if left >= self.timeout {
+        if left + LOCK_WAIT_SLACK >= self.timeout {
+            // Close enough to the configured wait: changing it would cost two statements
+            // (set, restore) on every request for a few milliseconds of precision.
             return Ok((conn, false));
         }
         set_lock_wait(&mut conn, left)?;
@@ -255,6 +257,11 @@ impl Database {
         db_run!(conn => conn.batch_execute("SELECT 1")).map_err(StoreError::from)
     }
 }
+
+/// How far a request's lock wait may overrun its budget before the connection's lock wait
+/// is shortened for it. Without it every request would shorten (a checkout always takes
+/// some time) and pay two extra statements.
+pub const LOCK_WAIT_SLACK: Duration = Duration::from_millis(50);
 
 /// Sets how long a statement of `conn` waits for a lock before failing (at least 1 ms:
 /// 0 would mean "forever" on PostgreSQL).
