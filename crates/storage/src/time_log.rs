@@ -116,9 +116,12 @@ fn entry(row: CellRow) -> Result<TimeLogEntry, StoreError> {
 /// never keeps its `UPDATE` statements prepared (their SQL can vary with the changeset), so
 /// every request paid for parsing and planning the hottest statement of the service. This
 /// statement's text never varies, so it declares a static query id and both engines keep it
-/// prepared per connection. The columns it returns are [`CellRow`]'s, in order.
+/// prepared per connection. The columns it returns are [`CellRow`]'s, in order: `id`,
+/// `project_id`, `entry_date`, `phase`, `hours_centi`, `note`, `billable`, `version`.
+///
+/// Public so that `crates/bench`'s ceiling loop runs exactly this statement.
 #[derive(Debug, Clone, Copy)]
-struct CurrentWrite<'a> {
+pub struct CurrentWrite<'a> {
     write: &'a CellWrite,
     project_id: i64,
     hours: i64,
@@ -127,7 +130,7 @@ struct CurrentWrite<'a> {
 
 /// The static query id of [`CurrentWrite`].
 #[derive(Debug, Clone, Copy)]
-struct CurrentWriteId;
+pub struct CurrentWriteId;
 
 impl QueryId for CurrentWrite<'_> {
     type QueryId = CurrentWriteId;
@@ -175,7 +178,9 @@ where
 }
 
 impl<'a> CurrentWrite<'a> {
-    fn new(write: &'a CellWrite, project_id: i64, hours: i64) -> Self {
+    /// The write of `write`'s cell (of project `project_id`) to `hours` hundredths, if the
+    /// cell is at `write.expected_version`; stamped with the current time.
+    pub fn new(write: &'a CellWrite, project_id: i64, hours: i64) -> Self {
         CurrentWrite { write, project_id, hours, now: now_millis() }
     }
 }

@@ -4,10 +4,10 @@
 //! `T` connections directly (no pool; SQLite gets the server's pragmas: WAL,
 //! `synchronous = NORMAL`, `busy_timeout`, foreign keys; PostgreSQL its `lock_timeout`).
 //! Thread `t` owns the cells of users `u` with `(u - 1) % T == t` and updates them round
-//! robin with the statement `crates/storage/src/time_log.rs` issues (built here from the
-//! same diesel schema: `UPDATE … WHERE workspace, user, project, date, phase AND version =
-//! expected RETURNING …`, as `update_if_current!` there builds it — keep the two alike),
-//! each in autocommit like the repository's common case, tracking each cell's version from
+//! robin with the very statement `crates/storage/src/time_log.rs` issues
+//! (`wpds_storage::time_log::CurrentWrite`: `UPDATE … WHERE workspace, user, project, date,
+//! phase AND version = expected RETURNING …`, kept prepared per connection), each in
+//! autocommit like the repository's common case, tracking each cell's version from
 //! `RETURNING`.
 //! Prints `{"ok":…,"stale":…,"seconds":…,"perSecond":…}`.
 //!
@@ -25,40 +25,24 @@ use diesel::sqlite::SqliteConnection;
 use std::time::{Duration, Instant};
 use wpds_bench::{Args, CELL_START_VERSION, DataSet, PROJECT_ID, WORKSPACE_ID, fail};
 use wpds_storage::schema::time_log_entries as cells;
+use wpds_storage::time_log::{CellWrite, CurrentWrite};
 
 /// What the repository's `RETURNING` reads (its `CellRow`, in field order).
 type Row = (i64, i64, String, String, i64, String, bool, i64);
 
-/// The repository's optimistic update of one cell, as a diesel query.
-macro_rules! cell_update {
-    ($user:expr, $date:expr, $version:expr, $now:expr) => {
-        diesel::update(
-            cells::table
-                .filter(cells::workspace_id.eq(WORKSPACE_ID))
-                .filter(cells::user_id.eq($user))
-                .filter(cells::project_id.eq(PROJECT_ID))
-                .filter(cells::entry_date.eq($date))
-                .filter(cells::phase.eq("general"))
-                .filter(cells::version.eq($version)),
-        )
-        .set((
-            cells::hours_centi.eq(750_i64),
-            cells::note.eq(""),
-            cells::billable.eq(true),
-            cells::version.eq(cells::version + 1),
-            cells::updated_at.eq($now),
-        ))
-        .returning((
-            cells::id,
-            cells::project_id,
-            cells::entry_date,
-            cells::phase,
-            cells::hours_centi,
-            cells::note,
-            cells::billable,
-            cells::version,
-        ))
-    };
+/// The cell write the server's write path makes (note `""`, billable, phase `general`).
+fn cell_write(user: i64, date: &str, version: i64) -> CellWrite {
+    CellWrite {
+        workspace_id: WORKSPACE_ID,
+        user_id: user,
+        project_id: PROJECT_ID.to_string(),
+        date: date.to_owned(),
+        phase: "general".to_owned(),
+        hours: "7.50".to_owned(),
+        expected_version: version,
+        note: String::new(),
+        billable: true,
+    }
 }
 
 /// One cell a thread owns, with the version it last saw.
@@ -82,7 +66,6 @@ macro_rules! drive {
         let mut owned = $cells;
         let mut tally = Tally::default();
         let mut i = 0_usize;
-        let now = wpds_storage::clock::now_millis();
         loop {
             if i % 64 == 0 && Instant::now() >= $deadline {
                 break tally;
@@ -90,7 +73,8 @@ macro_rules! drive {
             let n = owned.len();
             let cell = &mut owned[i % n];
             i += 1;
-            let updated: Option<Row> = cell_update!(cell.user, &cell.date, cell.version, now)
+            let write = cell_write(cell.user, &cell.date, cell.version);
+            let updated: Option<Row> = CurrentWrite::new(&write, PROJECT_ID, 750)
                 .get_result(&mut $conn)
                 .optional()
                 .unwrap_or_else(|e| fail(&format!("update: {e}")));
@@ -175,17 +159,17 @@ fn main() {
 
 /// The pgbench script: the statement's PostgreSQL text with its binds as pgbench variables.
 fn print_pgbench_script() {
-    let query = cell_update!(0_i64, "d", 0_i64, 0_i64);
+    let write = cell_write(0, "d", 0);
+    let query = CurrentWrite::new(&write, PROJECT_ID, 750);
     let rendered = diesel::debug_query::<Pg, _>(&query).to_string();
     let sql = rendered.split(" -- binds:").next().unwrap_or(&rendered);
-    // The binds in the order diesel numbers them: SET hours, note, billable, version + 1,
+    // The binds in the order the statement numbers them: SET hours, note, billable,
     // updated_at; WHERE workspace, user, project, date, phase, version.
     // pgbench cannot define an empty variable, so the empty note is a literal.
     let variables = [
         ":hours",
         "''",
         ":billable",
-        ":one",
         ":now",
         ":workspace",
         ":user",
@@ -203,7 +187,6 @@ fn print_pgbench_script() {
     }
     println!("\\set hours 750");
     println!("\\set billable 1");
-    println!("\\set one 1");
     println!("\\set now 1763700000000");
     println!("\\set workspace {WORKSPACE_ID}");
     println!("\\set user :client_id + 1");
