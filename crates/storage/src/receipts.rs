@@ -4,10 +4,10 @@
 //! not issue for this very listing is refused ([`ForeignCursor`], answered 400).
 //!
 //! Receipts are listed newest first: `created_at DESC, id DESC`. Pages are keyset pages:
-//! the next page holds the rows strictly after the last row shown, written as
-//! `created_at <= c AND (created_at < c OR (created_at = c AND id < i))`: the first
-//! conjunct is a range on the indexes `(project_id, created_at DESC, id DESC)` and
-//! `(project_id, outcome, created_at DESC, id DESC)`, so every page costs the same however
+//! the next page holds the rows strictly after the last row shown, written as the row-value
+//! comparison `(created_at, id) < (c, i)`, which both planners read as a range on the
+//! indexes `(project_id, created_at DESC, id DESC)` and `(project_id, outcome, created_at
+//! DESC, id DESC)`, so every page costs the same however
 //! deep it is; `limit + 1` rows are read to know whether more follow.
 //!
 //! A cursor is `base64url(payload) "." base64url(HMAC-SHA256(secret, scope, payload))`,
@@ -32,7 +32,9 @@ use crate::schema::{commercial_receipts, projects, server_secrets};
 use crate::stored::decode;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use diesel::dsl::sql;
 use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Bool};
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
@@ -234,14 +236,14 @@ pub fn list(
             query = query.filter(commercial_receipts::outcome.eq(outcome.clone()));
         }
         if let Some(Position { created_at, id, .. }) = after {
-            // `created_at <= X` is implied by the OR, and is there for the planner: it is a
-            // range on the index, so a page deep in the listing starts reading at its
-            // position instead of filtering every row before it (the OR alone is not
-            // sargable on either engine).
-            query = query.filter(commercial_receipts::created_at.le(created_at)).filter(
-                commercial_receipts::created_at
-                    .lt(created_at)
-                    .or(commercial_receipts::created_at.eq(created_at).and(commercial_receipts::id.lt(id))),
+            // A row-value comparison: both planners read it as a range on the index, so
+            // a page deep in the listing starts reading at its position.
+            query = query.filter(
+                sql::<Bool>("(commercial_receipts.created_at, commercial_receipts.id) < (")
+                    .bind::<BigInt, _>(created_at)
+                    .sql(", ")
+                    .bind::<BigInt, _>(id)
+                    .sql(")"),
             );
         }
         query
