@@ -84,13 +84,10 @@ impl Contract {
         query: &str,
         body: Option<&[u8]>,
     ) -> Result<ValidRequest, Vec<ProblemError>> {
-        let op =
-            self.operations.get(operation_id).unwrap_or_else(|| panic!("unknown operation {operation_id}"));
+        let op = self.operation(operation_id);
         let mut errors = Vec::new();
 
-        let path_value = Value::Object(
-            path.iter().map(|(k, v)| ((*k).to_owned(), Value::String((*v).to_owned()))).collect(),
-        );
+        let path_value = path_object(path);
         collect_errors(&op.path, &path_value, ProblemErrorIn::Path, &mut errors);
 
         let query_value = parse_query(query, &op.query_kinds);
@@ -144,11 +141,8 @@ impl Contract {
         query: &str,
         body: Option<&[u8]>,
     ) -> Result<ValidRequest, Vec<ProblemError>> {
-        let op =
-            self.operations.get(operation_id).unwrap_or_else(|| panic!("unknown operation {operation_id}"));
-        let path = Value::Object(
-            path.iter().map(|(k, v)| ((*k).to_owned(), Value::String((*v).to_owned()))).collect(),
-        );
+        let op = self.operation(operation_id);
+        let path = path_object(path);
         let body = match body.filter(|bytes| !bytes.is_empty()) {
             Some(bytes) => Some(serde_json::from_slice(bytes).map_err(|e| {
                 vec![ProblemError::new(
@@ -162,6 +156,18 @@ impl Contract {
         };
         Ok(ValidRequest { path, query: parse_query(query, &op.query_kinds), body })
     }
+}
+
+impl Contract {
+    /// The validators of `operation_id`; panics for an id not in the document.
+    fn operation(&self, operation_id: &str) -> &OperationValidator {
+        self.operations.get(operation_id).unwrap_or_else(|| panic!("unknown operation {operation_id}"))
+    }
+}
+
+/// Path parameters as a JSON object of strings.
+fn path_object(path: &[(&str, &str)]) -> Value {
+    Value::Object(path.iter().map(|(k, v)| ((*k).to_owned(), Value::String((*v).to_owned()))).collect())
 }
 
 impl OperationValidator {
