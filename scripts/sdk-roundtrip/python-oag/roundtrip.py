@@ -9,6 +9,10 @@ import os
 import sys
 import traceback
 
+# The shared step (b), one directory up.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from receipt_pages import walk_receipt_pages  # noqa: E402
+
 import wpds_oag
 from wpds_oag.exceptions import ConflictException
 from wpds_oag.models import CommercialReceiptPage, Problem, SetTimeLogCellRequest, TimeLogCellResult
@@ -43,24 +47,9 @@ def roundtrip(api_client):
     check(entry.var_date == day and entry.project_id == "7", f"entry is for {entry.project_id} {entry.var_date}")
 
     # (b) Receipts of project 7, ten at a time, following nextCursor to the end.
-    seen, pages, cursor = [], 0, None
-    while True:
-        page = receipts.list_commercial_receipts("1", "7", limit=10, cursor=cursor)
-        check(isinstance(page, CommercialReceiptPage), f"page parsed as {type(page).__name__}")
-        pages += 1
-        ids = [r.id for r in page.items]
-        check(0 < len(ids) <= 10 or not page.has_more, f"page {pages} holds {len(ids)} receipts")
-        check(not set(ids) & set(seen), f"page {pages} repeats {sorted(set(ids) & set(seen))}")
-        keys = [(r.created_at, int(r.id)) for r in page.items]
-        check(keys == sorted(keys, reverse=True), f"page {pages} is not newest first")
-        seen += ids
-        check(page.has_more == (page.next_cursor != ""),
-              f"page {pages}: hasMore {page.has_more} with nextCursor {page.next_cursor!r}")
-        if not page.has_more:
-            break
-        check(pages < 50, "more than 50 pages")
-        cursor = page.next_cursor
-    check(pages >= 2, f"only {pages} page(s); the demo project has more than 10 receipts")
+    seen, pages = walk_receipt_pages(
+        lambda cursor: receipts.list_commercial_receipts("1", "7", limit=10, cursor=cursor),
+        CommercialReceiptPage, None, check)
 
     # (c) A stale expectedVersion: 409 version_conflict, raised as the client's
     # ConflictException carrying the body parsed into its Problem model.

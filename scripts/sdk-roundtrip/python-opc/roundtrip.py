@@ -8,6 +8,10 @@ import os
 import sys
 import traceback
 
+# The shared step (b), one directory up.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from receipt_pages import walk_receipt_pages  # noqa: E402
+
 from workspace_project_data_service_client import AuthenticatedClient
 from workspace_project_data_service_client.api.sync_updates import list_commercial_receipts
 from workspace_project_data_service_client.api.time_log import set_own_time_log_cell
@@ -50,26 +54,12 @@ def roundtrip(client):
     check(entry.date == day and entry.project_id == "7", f"entry is for {entry.project_id} {entry.date}")
 
     # (b) Receipts of project 7, ten at a time, following nextCursor to the end.
-    seen, pages, cursor = [], 0, UNSET
-    while True:
+    def fetch(cursor):
         res = list_commercial_receipts.sync_detailed("1", "7", client=client, limit=10, cursor=cursor)
-        check(res.status_code == 200, f"page {pages + 1} answered {res.status_code}: {res.content!r}")
-        page = res.parsed
-        check(isinstance(page, CommercialReceiptPage), f"page parsed as {type(page).__name__}")
-        pages += 1
-        ids = [r.id for r in page.items]
-        check(0 < len(ids) <= 10 or not page.has_more, f"page {pages} holds {len(ids)} receipts")
-        check(not set(ids) & set(seen), f"page {pages} repeats {sorted(set(ids) & set(seen))}")
-        keys = [(r.created_at, int(r.id)) for r in page.items]
-        check(keys == sorted(keys, reverse=True), f"page {pages} is not newest first")
-        seen += ids
-        check(page.has_more == (page.next_cursor != ""),
-              f"page {pages}: hasMore {page.has_more} with nextCursor {page.next_cursor!r}")
-        if not page.has_more:
-            break
-        check(pages < 50, "more than 50 pages")
-        cursor = page.next_cursor
-    check(pages >= 2, f"only {pages} page(s); the demo project has more than 10 receipts")
+        check(res.status_code == 200, f"page answered {res.status_code}: {res.content!r}")
+        return res.parsed
+
+    seen, pages = walk_receipt_pages(fetch, CommercialReceiptPage, UNSET, check)
 
     # (c) A stale expectedVersion: 409 version_conflict, parsed into the client's Problem.
     res = set_own_time_log_cell.sync_detailed("1", client=client, body=cell)
