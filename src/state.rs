@@ -1,5 +1,6 @@
 //! What every request can reach: the database, token lifetimes, the rate limiter, the
-//! authentication cache, and the blocking bridge that keeps diesel work off the async threads.
+//! authentication cache, and the bridges that keep diesel work off the async threads (the
+//! blocking pool for reads, the SQLite writer thread for writes).
 
 use crate::error::ApiError;
 use crate::http::auth_cache::AuthCache;
@@ -38,9 +39,9 @@ pub async fn with_db_budget<F: Future>(budget: Duration, request: F) -> F::Outpu
 }
 
 impl AppState {
-    /// Runs `work` with a pooled connection on actix's blocking thread pool, within what is
-    /// left of the request's budget for the database (the whole configured timeout outside
-    /// [`with_db_budget`]).
+    /// Runs `work` (a read; on PostgreSQL any work) with a pooled connection on actix's
+    /// blocking thread pool, within what is left of the request's budget for the database
+    /// (the whole configured timeout outside [`with_db_budget`]).
     pub async fn run<T, F>(&self, work: F) -> Result<T, ApiError>
     where
         T: Send + 'static,
@@ -61,5 +62,21 @@ impl AppState {
         .await;
         let _ = DB_BUDGET.try_with(|left| left.set(left.get().saturating_sub(started.elapsed())));
         outcome.map_err(|e| ApiError::Internal(format!("blocking pool: {e}")))?.map_err(ApiError::from)
+    }
+
+    /// Runs `work`, which writes, within what is left of the request's budget for the
+    /// database: on SQLite through the writer thread (batched with the writes queued beside
+    /// it, answered after their commit), on PostgreSQL like [`AppState::run`].
+    pub async fn write<T, F>(&self, work: F) -> Result<T, ApiError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut DbConn) -> Result<T, StoreError> + Send + 'static,
+    {
+        let Some(writer) = self.db.writer() else { return self.run(work).await };
+        let budget = DB_BUDGET.try_with(Cell::get).unwrap_or_else(|_| self.db.timeout());
+        let started = Instant::now();
+        let outcome = writer.submit(started + budget, work).await;
+        let _ = DB_BUDGET.try_with(|left| left.set(left.get().saturating_sub(started.elapsed())));
+        outcome.map_err(ApiError::from)
     }
 }

@@ -17,7 +17,7 @@ pub async fn retire_global_company(
 ) -> Result<Reply<GlobalCompany>, ApiError> {
     let company_id = record_id(&path.company_id, "global company")?;
     let actor = ctx.caller()?.user_id;
-    let company = state.run(move |conn| companies::retire(conn, company_id, actor, &body.reason)).await?;
+    let company = state.write(move |conn| companies::retire(conn, company_id, actor, &body.reason)).await?;
     Ok(Reply::new(company))
 }
 
@@ -35,6 +35,6 @@ pub async fn reset_assistant_credit_allowance(
         reason: body.reason,
         reset_by: ctx.caller()?.user_id,
     };
-    state.run(move |conn| credits::reset_allowance(conn, reset)).await?;
+    state.write(move |conn| credits::reset_allowance(conn, reset)).await?;
     Ok(Reply::new(CreditResetResult::new()))
 }

@@ -13,7 +13,7 @@ pub async fn refresh_token(
     body: RefreshTokenRequest,
 ) -> Result<Reply<TokenPair>, ApiError> {
     let lifetimes = state.lifetimes;
-    let outcome = state.run(move |conn| auth::refresh(conn, &body.refresh_token, lifetimes)).await?;
+    let outcome = state.write(move |conn| auth::refresh(conn, &body.refresh_token, lifetimes)).await?;
     match outcome {
         Ok(pair) => Ok(Reply::new(TokenPair {
             access_token: pair.access_token,

@@ -15,6 +15,6 @@ pub async fn bulk_edit_catalog_families(
     body: CatalogBulkEditRequest,
 ) -> Result<Reply<CatalogBulkEditResult>, ApiError> {
     let workspace_id = record_id(&path.workspace_id, "workspace")?;
-    let result = state.run(move |conn| catalog::bulk_edit(conn, workspace_id, body)).await?;
+    let result = state.write(move |conn| catalog::bulk_edit(conn, workspace_id, body)).await?;
     Ok(Reply::new(result))
 }

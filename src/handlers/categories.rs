@@ -16,7 +16,7 @@ pub async fn patch_category_settings(
 ) -> Result<Reply<CategorySettingsResult>, ApiError> {
     let workspace_id = record_id(&path.workspace_id, "workspace")?;
     let result = state
-        .run(move |conn| categories::patch_settings(conn, workspace_id, &path.category_id, body))
+        .write(move |conn| categories::patch_settings(conn, workspace_id, &path.category_id, body))
         .await?;
     Ok(Reply::new(result))
 }

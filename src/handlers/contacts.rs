@@ -21,6 +21,6 @@ pub async fn create_company_link(
         main_person_id: body.main_person_id,
         rep_person_id: body.rep_person_id,
     };
-    let link = state.run(move |conn| contacts::create_link(conn, new)).await?;
+    let link = state.write(move |conn| contacts::create_link(conn, new)).await?;
     Ok(Reply::new(link))
 }

@@ -16,7 +16,7 @@ pub async fn assign_document_type(
 ) -> Result<Reply<Document>, ApiError> {
     let workspace_id = record_id(&path.workspace_id, "workspace")?;
     let document = state
-        .run(move |conn| {
+        .write(move |conn| {
             documents::assign_type(
                 conn,
                 workspace_id,

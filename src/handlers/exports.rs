@@ -27,7 +27,7 @@ pub async fn create_cross_project_report_export(
         user_id: ctx.caller()?.user_id,
         request: body,
     };
-    let created = state.run(move |conn| exports::create(conn, new)).await?;
+    let created = state.write(move |conn| exports::create(conn, new)).await?;
     let mut reply = Reply::new(created.record);
     if created.replayed {
         reply.headers.push((REPLAYED, HeaderValue::from_static("true")));

@@ -16,6 +16,7 @@ pub async fn replace_takeoff_mappings(
 ) -> Result<Reply<AssistantImport>, ApiError> {
     let workspace_id = record_id(&path.workspace_id, "workspace")?;
     let import_id = record_id(&path.import_id, "assistant import")?;
-    let import = state.run(move |conn| imports::replace_takeoff(conn, workspace_id, import_id, body)).await?;
+    let import =
+        state.write(move |conn| imports::replace_takeoff(conn, workspace_id, import_id, body)).await?;
     Ok(Reply::new(import))
 }

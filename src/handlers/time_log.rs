@@ -25,6 +25,6 @@ pub async fn set_own_time_log_cell(
         note: body.note.unwrap_or_default(),
         billable: body.billable.unwrap_or(true),
     };
-    let entry = state.run(move |conn| time_log::set_cell(conn, write)).await?;
+    let entry = state.write(move |conn| time_log::set_cell(conn, write)).await?;
     Ok(Reply::new(TimeLogCellResult { entry }))
 }

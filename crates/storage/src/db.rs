@@ -5,8 +5,13 @@
 //! `postgres://…` (or `postgresql://…`) opens PostgreSQL. Before the pool is built one
 //! connection is made directly, so a bad URL or an unreachable server is reported with
 //! its real cause at once instead of after r2d2's retries.
+//!
+//! On SQLite a [`Writer`] thread, with a connection of its own, runs the writes the server
+//! hands it ([`Database::writer`]) in batches; the pool serves reads (see
+//! [`crate::writer`]).
 
 use crate::error::StoreError;
+use crate::writer::Writer;
 use diesel::Connection;
 use diesel::connection::SimpleConnection;
 use diesel::pg::PgConnection;
@@ -74,6 +79,7 @@ pub struct Database {
     pools: Pools,
     engine: Engine,
     timeout: Duration,
+    writer: Option<Writer>,
 }
 
 /// Runs `$body` with `$conn` (a `&mut DbConn`) rebound to the concrete connection of the
@@ -95,15 +101,20 @@ macro_rules! db_run {
 }
 
 /// Runs `$body` in a write transaction (`BEGIN IMMEDIATE` on SQLite, so the writer lock is
-/// taken up front and waits `busy_timeout` instead of failing half-way). `$body` returns
-/// `Result<_, StoreError>`; an `Err` rolls back.
+/// taken up front and waits `busy_timeout` instead of failing half-way; a savepoint when
+/// the body runs in a batch of the SQLite [`crate::writer`], which holds the lock already).
+/// `$body` returns `Result<_, StoreError>`; an `Err` rolls back.
 #[macro_export]
 macro_rules! db_write {
     ($conn:ident => $body:expr) => {
         match $conn {
             $crate::db::DbConn::Sqlite(pooled) => {
                 let concrete: &mut ::diesel::sqlite::SqliteConnection = &mut *pooled;
-                concrete.immediate_transaction(|$conn: &mut ::diesel::sqlite::SqliteConnection| $body)
+                if $crate::writer::in_batch() {
+                    concrete.transaction(|$conn: &mut ::diesel::sqlite::SqliteConnection| $body)
+                } else {
+                    concrete.immediate_transaction(|$conn: &mut ::diesel::sqlite::SqliteConnection| $body)
+                }
             }
             $crate::db::DbConn::Postgres(pooled) => {
                 let concrete: &mut ::diesel::pg::PgConnection = &mut *pooled;
@@ -158,6 +169,7 @@ impl Database {
     /// Connects and builds the pool without migrating.
     pub fn connect(config: &DbConfig) -> Result<Self, StoreError> {
         let engine = config.engine();
+        let mut writer = None;
         let pools = match engine {
             Engine::Sqlite => {
                 let path = config.sqlite_path();
@@ -173,6 +185,15 @@ impl Database {
                     .test_on_check_out(false)
                     .connection_customizer(Box::new(SqlitePragmas { busy_timeout: config.timeout }))
                     .build_unchecked(ConnectionManager::new(path));
+                // Its one connection is opened on the first write, never in the background.
+                let writer_pool = Pool::builder()
+                    .max_size(1)
+                    .min_idle(Some(0))
+                    .connection_timeout(config.timeout)
+                    .test_on_check_out(false)
+                    .connection_customizer(Box::new(SqlitePragmas { busy_timeout: config.timeout }))
+                    .build_unchecked(ConnectionManager::new(path));
+                writer = Some(Writer::start(writer_pool, config.timeout)?);
                 Pools::Sqlite(pool)
             }
             Engine::Postgres => {
@@ -188,7 +209,13 @@ impl Database {
                 Pools::Postgres(pool)
             }
         };
-        Ok(Database { pools, engine, timeout: config.timeout })
+        Ok(Database { pools, engine, timeout: config.timeout, writer })
+    }
+
+    /// The SQLite writer thread, through which the server runs its writes; `None` on
+    /// PostgreSQL, where writes run on pooled connections side by side.
+    pub fn writer(&self) -> Option<&Writer> {
+        self.writer.as_ref()
     }
 
     /// The engine in use.

@@ -7,6 +7,8 @@
 //!   [`db_run!`] / [`db_write!`] macros compile each repository body once per engine
 //!   (the vaultwarden pattern), so both keep `ON CONFLICT`, `RETURNING` and their own
 //!   error messages. Each engine has its own migration tree.
+//! - On SQLite the server's writes run on one writer thread, in batches that commit once
+//!   ([`writer`]); a write is answered only after its batch committed.
 //! - Every versioned write checks the expected version and writes in one statement or
 //!   one transaction (SQLite: `BEGIN IMMEDIATE`), so two writers can never both succeed
 //!   with the same expected version.
@@ -36,6 +38,7 @@ mod stored;
 pub mod takeoff;
 pub mod time_log;
 pub mod workspaces;
+pub mod writer;
 
 pub use db::{Database, DbConfig, DbConn, Engine};
 pub use error::StoreError;

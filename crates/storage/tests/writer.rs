@@ -1,0 +1,241 @@
+//! The SQLite writer thread against a real SQLite file per test: what one batch holds,
+//! when its answers come, and what a failing, late or panicking job does to its batch.
+//!
+//! Each test holds the writer inside a first job (a gate) while it queues the others, so
+//! that they are certain to share that job's batch.
+
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Text};
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+use wpds_storage::writer::Writer;
+use wpds_storage::{Database, DbConfig, DbConn, StoreError, db_run, db_write};
+
+/// A SQLite file (and its WAL) that disappears with the test, with a `scratch` table.
+struct Scratch {
+    db: Database,
+    path: PathBuf,
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        for suffix in ["", "-wal", "-shm"] {
+            let mut file = self.path.clone().into_os_string();
+            file.push(suffix);
+            let _ = std::fs::remove_file(file);
+        }
+    }
+}
+
+impl Scratch {
+    fn new() -> Self {
+        let path = std::env::temp_dir().join(format!("wpds-writer-test-{:016x}.db", rand::random::<u64>()));
+        let config = DbConfig {
+            url: format!("sqlite://{}", path.display()),
+            pool_size: 2,
+            timeout: Duration::from_millis(1500),
+        };
+        let db = Database::open(&config).expect("open SQLite");
+        let conn = &mut db.conn().expect("a connection");
+        db_run!(conn => diesel::sql_query("CREATE TABLE scratch (name TEXT PRIMARY KEY)").execute(conn))
+            .expect("create the scratch table");
+        Scratch { db, path }
+    }
+
+    fn writer(&self) -> &Writer {
+        self.db.writer().expect("SQLite has a writer")
+    }
+
+    /// The committed names, read on a connection of its own.
+    fn committed(&self) -> Vec<String> {
+        names(&mut self.outside())
+    }
+
+    /// A connection outside the writer and the pool.
+    fn outside(&self) -> SqliteConnection {
+        SqliteConnection::establish(self.path.to_str().expect("a UTF-8 path")).expect("open SQLite")
+    }
+}
+
+#[derive(QueryableByName)]
+struct Name {
+    #[diesel(sql_type = Text)]
+    name: String,
+}
+
+#[derive(QueryableByName)]
+struct Count {
+    #[diesel(sql_type = BigInt)]
+    n: i64,
+}
+
+fn names(conn: &mut SqliteConnection) -> Vec<String> {
+    diesel::sql_query("SELECT name FROM scratch ORDER BY name")
+        .load::<Name>(conn)
+        .expect("read the scratch table")
+        .into_iter()
+        .map(|row| row.name)
+        .collect()
+}
+
+/// Inserts `name` in a transaction of its own (`db_write!`: a savepoint inside a batch).
+fn insert(conn: &mut DbConn, name: &str) -> Result<(), StoreError> {
+    insert_then(conn, name, Ok(()))
+}
+
+/// Inserts `name` and ends the transaction with `outcome` (an `Err` rolls it back).
+fn insert_then(conn: &mut DbConn, name: &str, outcome: Result<(), StoreError>) -> Result<(), StoreError> {
+    let sql = format!("INSERT INTO scratch (name) VALUES ('{name}')");
+    db_write!(conn => {
+        diesel::sql_query(&sql).execute(conn)?;
+        outcome
+    })
+}
+
+fn block_on<F: Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread().build().expect("a runtime").block_on(future)
+}
+
+fn soon() -> Instant {
+    Instant::now() + Duration::from_secs(5)
+}
+
+/// Queues a job that tells `started` when it runs, waits for `gate`, then inserts `name`.
+fn gate_job(
+    writer: &Writer,
+    name: &'static str,
+) -> (impl Future<Output = Result<(), StoreError>> + use<>, mpsc::Receiver<()>, mpsc::Sender<()>) {
+    let (started_tx, started) = mpsc::channel();
+    let (gate, gate_rx) = mpsc::channel::<()>();
+    let answer = writer.submit(soon(), move |conn| {
+        started_tx.send(()).expect("the test listens");
+        gate_rx.recv().expect("the test opens the gate");
+        insert(conn, name)
+    });
+    (answer, started, gate)
+}
+
+#[test]
+fn jobs_queued_together_share_one_transaction_and_are_answered_after_its_commit() {
+    // Arrange: the writer is inside job "a"; "b" and "c" queue behind it.
+    let scratch = Scratch::new();
+    let writer = scratch.writer();
+    let (a, started, gate) = gate_job(writer, "a");
+    started.recv().expect("job a runs");
+    let b = writer.submit(soon(), |conn| insert(conn, "b"));
+    let path = scratch.path.clone();
+    let c = writer.submit(soon(), move |conn| {
+        insert(conn, "c")?;
+        // What this job's connection sees against what a connection outside sees.
+        let inside: i64 = db_run!(conn => diesel::sql_query("SELECT count(*) AS n FROM scratch").get_result::<Count>(conn))?.n;
+        let outside = names(&mut SqliteConnection::establish(path.to_str().expect("UTF-8")).expect("open")).len();
+        Ok((inside, outside))
+    });
+
+    // Act
+    gate.send(()).expect("job a waits");
+    let b = block_on(b);
+    let seen_after_b = scratch.committed();
+    let a = block_on(a);
+    let (inside, outside) = block_on(c).expect("job c succeeds");
+
+    // Assert: one open transaction held a, b and c; b's answer came after the commit.
+    assert_eq!((a, b), (Ok(()), Ok(())));
+    assert_eq!(inside, 3, "job c sees a, b and itself in the batch's transaction");
+    assert_eq!(outside, 0, "nothing of the batch is visible outside before its commit");
+    assert_eq!(seen_after_b, ["a", "b", "c"], "b is answered only once the batch committed");
+}
+
+#[test]
+fn a_job_that_fails_rolls_back_only_its_own_writes_in_the_batch() {
+    // Arrange
+    let scratch = Scratch::new();
+    let writer = scratch.writer();
+    let (a, started, gate) = gate_job(writer, "a");
+    started.recv().expect("job a runs");
+    let refused = writer.submit(soon(), |conn| {
+        insert_then(conn, "refused", Err(StoreError::rule("some_rule", "/name", "refused after writing")))
+    });
+    let d = writer.submit(soon(), |conn| insert(conn, "d"));
+
+    // Act
+    gate.send(()).expect("job a waits");
+    let (a, refused, d) = (block_on(a), block_on(refused), block_on(d));
+
+    // Assert
+    assert_eq!(a, Ok(()));
+    assert!(
+        matches!(refused, Err(StoreError::Rule(ref rules)) if rules[0].code == "some_rule"),
+        "{refused:?}"
+    );
+    assert_eq!(d, Ok(()));
+    assert_eq!(scratch.committed(), ["a", "d"]);
+}
+
+#[test]
+fn a_job_past_its_deadline_is_refused_without_running() {
+    // Arrange: job "late" must start within 20 ms, but the writer is held for longer.
+    let scratch = Scratch::new();
+    let writer = scratch.writer();
+    let (a, started, gate) = gate_job(writer, "a");
+    started.recv().expect("job a runs");
+    let late = writer.submit(Instant::now() + Duration::from_millis(20), |conn| insert(conn, "late"));
+
+    // Act
+    std::thread::sleep(Duration::from_millis(60));
+    gate.send(()).expect("job a waits");
+    let (a, late) = (block_on(a), block_on(late));
+
+    // Assert
+    assert_eq!(a, Ok(()));
+    assert!(matches!(late, Err(StoreError::Unavailable(_))), "{late:?}");
+    assert_eq!(scratch.committed(), ["a"]);
+}
+
+#[test]
+fn a_panicking_job_rolls_back_its_batch_and_the_writer_goes_on() {
+    // Arrange
+    let scratch = Scratch::new();
+    let writer = scratch.writer();
+    let (a, started, gate) = gate_job(writer, "a");
+    started.recv().expect("job a runs");
+    let panics = writer.submit(soon(), |conn| -> Result<(), StoreError> {
+        insert(conn, "p")?;
+        panic!("a defect in a write");
+    });
+
+    // Act
+    gate.send(()).expect("job a waits");
+    let (a, panics) = (block_on(a), block_on(panics));
+    let after = block_on(writer.submit(soon(), |conn| insert(conn, "after")));
+
+    // Assert: nothing of the batch stayed; the next write works.
+    assert!(matches!(a, Err(StoreError::Internal(_))), "{a:?}");
+    assert!(matches!(panics, Err(StoreError::Internal(_))), "{panics:?}");
+    assert_eq!(after, Ok(()));
+    assert_eq!(scratch.committed(), ["after"]);
+}
+
+#[test]
+fn a_lock_held_elsewhere_makes_a_write_unavailable_within_its_budget_and_then_passes() {
+    // Arrange: another connection holds the database's write lock.
+    let scratch = Scratch::new();
+    let writer = scratch.writer();
+    let mut holder = scratch.outside();
+    diesel::sql_query("BEGIN EXCLUSIVE").execute(&mut holder).expect("take the lock");
+
+    // Act
+    let asked = Instant::now();
+    let blocked = block_on(writer.submit(asked + Duration::from_millis(200), |conn| insert(conn, "x")));
+    let waited = asked.elapsed();
+    diesel::sql_query("ROLLBACK").execute(&mut holder).expect("release the lock");
+    let passed = block_on(writer.submit(soon(), |conn| insert(conn, "y")));
+
+    // Assert
+    assert!(matches!(blocked, Err(StoreError::Unavailable(_))), "{blocked:?}");
+    assert!(waited >= Duration::from_millis(150) && waited < Duration::from_millis(700), "waited {waited:?}");
+    assert_eq!(passed, Ok(()));
+    assert_eq!(scratch.committed(), ["y"]);
+}
