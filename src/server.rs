@@ -39,9 +39,12 @@ pub fn start(
             .default_service(web::to(not_found))
     })
     .shutdown_timeout(config.shutdown_timeout);
-    if config.workers > 0 {
-        server = server.workers(config.workers);
-    }
+    let workers = match config.workers {
+        0 => std::thread::available_parallelism().map_or(1, usize::from),
+        n => n,
+    };
+    let pool_size = usize::try_from(config.database.db_config().pool_size).unwrap_or(usize::MAX);
+    server = server.workers(workers).worker_max_blocking_threads(pool_size.div_ceil(workers).max(1));
     Ok(server.listen(listener)?.run())
 }
 
