@@ -32,9 +32,12 @@ use crate::schema::{commercial_receipts, projects, server_secrets};
 use crate::stored::decode;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use diesel::dsl::sql;
+use diesel::backend::Backend;
+use diesel::expression::{AppearsOnTable, Expression, SelectableExpression, ValidGrouping, is_aggregate};
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Bool};
+use diesel::query_builder::{AstPass, QueryFragment, QueryId};
+use diesel::serialize::ToSql;
+use diesel::sql_types::{BigInt, Bool, HasSqlType};
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
@@ -178,6 +181,47 @@ impl Scope<'_> {
     }
 }
 
+/// The keyset bound `(commercial_receipts.created_at, commercial_receipts.id) < (c, i)`:
+/// a row-value comparison, which both planners read as a range on the page indexes, so a
+/// page deep in the listing starts reading at its position.
+///
+/// Its own expression type, not `diesel::dsl::sql`, because diesel never keeps a statement
+/// holding an SQL literal prepared: every deep page paid for parsing and planning its query
+/// while page 1 (no literal) was prepared once per connection. This text never varies, so
+/// the query is cached like page 1's.
+#[derive(Debug, Clone, Copy, QueryId)]
+struct Before {
+    created_at: i64,
+    id: i64,
+}
+
+impl Expression for Before {
+    type SqlType = Bool;
+}
+
+impl AppearsOnTable<commercial_receipts::table> for Before {}
+
+impl SelectableExpression<commercial_receipts::table> for Before {}
+
+impl ValidGrouping<()> for Before {
+    type IsAggregate = is_aggregate::Never;
+}
+
+impl<DB> QueryFragment<DB> for Before
+where
+    DB: Backend + HasSqlType<BigInt>,
+    i64: ToSql<BigInt, DB>,
+{
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, DB>) -> QueryResult<()> {
+        out.push_sql("(commercial_receipts.created_at, commercial_receipts.id) < (");
+        out.push_bind_param::<BigInt, _>(&self.created_at)?;
+        out.push_sql(", ");
+        out.push_bind_param::<BigInt, _>(&self.id)?;
+        out.push_sql(")");
+        Ok(())
+    }
+}
+
 /// The cursor-signing secret, created on first use (by whichever process comes first).
 fn cursor_secret(conn: &mut DbConn) -> Result<Vec<u8>, StoreError> {
     let read = |conn: &mut DbConn| -> Result<Option<String>, StoreError> {
@@ -236,15 +280,7 @@ pub fn list(
             query = query.filter(commercial_receipts::outcome.eq(outcome.clone()));
         }
         if let Some(Position { created_at, id, .. }) = after {
-            // A row-value comparison: both planners read it as a range on the index, so
-            // a page deep in the listing starts reading at its position.
-            query = query.filter(
-                sql::<Bool>("(commercial_receipts.created_at, commercial_receipts.id) < (")
-                    .bind::<BigInt, _>(created_at)
-                    .sql(", ")
-                    .bind::<BigInt, _>(id)
-                    .sql(")"),
-            );
+            query = query.filter(Before { created_at, id });
         }
         query
             .order((commercial_receipts::created_at.desc(), commercial_receipts::id.desc()))
