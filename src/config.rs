@@ -13,7 +13,8 @@ pub struct DatabaseArgs {
     #[arg(long, env = "DATABASE_URL", default_value = "sqlite://wpds.sqlite3")]
     pub database_url: String,
 
-    /// Connections in the pool; 0 picks the engine's default (SQLite 4, PostgreSQL 16).
+    /// Connections in the pool; 0 picks the engine's default (SQLite 4, PostgreSQL 16). On
+    /// SQLite the pool serves reads: writes run on the writer thread's own connection.
     #[arg(long, env = "WPDS_DB_POOL_SIZE", default_value_t = 0)]
     pub db_pool_size: u32,
 
