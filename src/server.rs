@@ -6,7 +6,7 @@ use crate::handlers::Service;
 use crate::http::{docs, health, problem, request_id};
 use crate::operations;
 use crate::state::AppState;
-use actix_web::middleware::{Logger, from_fn};
+use actix_web::middleware::{Condition, Logger, from_fn};
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use std::io;
 use std::net::TcpListener;
@@ -26,13 +26,17 @@ pub fn start(
     let contract = web::Data::new(Contract::load().map_err(io::Error::other)?);
     let service = web::Data::new(Service::new(state.clone()));
     let state = web::Data::new(state);
+    // The logger renders parts of its line (client address, request line) as each request
+    // arrives, whether or not the line is then written: it is only mounted when the log
+    // filter lets its lines through (the filter is fixed at start-up).
+    let access_log = log::log_enabled!(target: "actix_web::middleware::logger", log::Level::Info);
     let mut server = HttpServer::new(move || {
         App::new()
             .app_data(contract.clone())
             .app_data(state.clone())
             .app_data(service.clone())
             .wrap(from_fn(request_id::middleware))
-            .wrap(Logger::new(ACCESS_LOG))
+            .wrap(Condition::new(access_log, Logger::new(ACCESS_LOG)))
             .configure(health::configure)
             .configure(docs::configure)
             .configure(operations::configure::<Service>)
