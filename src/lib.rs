@@ -12,6 +12,10 @@
 //! - Errors travel as [`error::ApiError`] and are mapped to HTTP in exactly one place
 //!   ([`http::problem`]); internal detail is logged under the trace id, never sent.
 //! - Nothing the client sends can make the server panic or answer 500.
+//! - Database work never runs on the async workers: a handler reads through
+//!   [`state::AppState::run`] (the blocking pool) and writes through
+//!   [`state::AppState::write`] (on SQLite the writer thread, which batches writes; a write
+//!   sent through `run` would still be correct, only slower, queuing on SQLite's lock).
 
 pub mod config;
 pub mod error;
