@@ -47,20 +47,20 @@ impl AppState {
         T: Send + 'static,
         F: FnOnce(&mut DbConn) -> Result<T, StoreError> + Send + 'static,
     {
-        let budget = DB_BUDGET.try_with(Cell::get).unwrap_or_else(|_| self.db.timeout());
-        let started = Instant::now();
         let db = Arc::clone(&self.db);
-        let outcome = actix_web::web::block(move || {
-            let (mut conn, shortened) = db.conn_within(budget)?;
-            let result = work(&mut conn);
-            if shortened {
-                // A failure means the connection is broken; the pool discards it.
-                let _ = db.restore_lock_wait(&mut conn);
-            }
-            result
-        })
-        .await;
-        let _ = DB_BUDGET.try_with(|left| left.set(left.get().saturating_sub(started.elapsed())));
+        let outcome = self
+            .within_budget(|budget| {
+                actix_web::web::block(move || {
+                    let (mut conn, shortened) = db.conn_within(budget)?;
+                    let result = work(&mut conn);
+                    if shortened {
+                        // A failure means the connection is broken; the pool discards it.
+                        let _ = db.restore_lock_wait(&mut conn);
+                    }
+                    result
+                })
+            })
+            .await;
         outcome.map_err(|e| ApiError::Internal(format!("blocking pool: {e}")))?.map_err(ApiError::from)
     }
 
@@ -73,10 +73,19 @@ impl AppState {
         F: FnOnce(&mut DbConn) -> Result<T, StoreError> + Send + 'static,
     {
         let Some(writer) = self.db.writer() else { return self.run(work).await };
+        self.within_budget(|budget| writer.submit(Instant::now() + budget, work))
+            .await
+            .map_err(ApiError::from)
+    }
+
+    /// Starts `attempt` with what is left of the request's budget for the database (the
+    /// whole configured timeout outside [`with_db_budget`]) and charges the budget with the
+    /// time it took.
+    async fn within_budget<Fut: Future>(&self, attempt: impl FnOnce(Duration) -> Fut) -> Fut::Output {
         let budget = DB_BUDGET.try_with(Cell::get).unwrap_or_else(|_| self.db.timeout());
         let started = Instant::now();
-        let outcome = writer.submit(started + budget, work).await;
+        let outcome = attempt(budget).await;
         let _ = DB_BUDGET.try_with(|left| left.set(left.get().saturating_sub(started.elapsed())));
-        outcome.map_err(ApiError::from)
+        outcome
     }
 }

@@ -149,6 +149,23 @@ impl CustomizeConnection<PgConnection, diesel::r2d2::Error> for PostgresTimeouts
     }
 }
 
+/// A pool of at most `max_size` SQLite connections to `path` with the server's pragmas,
+/// keeping `min_idle` open (`None`: all of them).
+fn sqlite_pool(
+    path: &str,
+    config: &DbConfig,
+    max_size: u32,
+    min_idle: Option<u32>,
+) -> Pool<ConnectionManager<SqliteConnection>> {
+    Pool::builder()
+        .max_size(max_size)
+        .min_idle(min_idle)
+        .connection_timeout(config.timeout)
+        .test_on_check_out(false)
+        .connection_customizer(Box::new(SqlitePragmas { busy_timeout: config.timeout }))
+        .build_unchecked(ConnectionManager::new(path))
+}
+
 /// `busy_timeout` first: switching to WAL itself needs the lock.
 fn apply_sqlite_pragmas(conn: &mut SqliteConnection, busy: Duration) -> diesel::QueryResult<()> {
     conn.batch_execute(&format!(
@@ -179,22 +196,10 @@ impl Database {
                 apply_sqlite_pragmas(&mut probe, config.timeout).map_err(|e| {
                     StoreError::Unavailable(format!("cannot configure SQLite database {path}: {e}"))
                 })?;
-                let pool = Pool::builder()
-                    .max_size(config.pool_size.max(1))
-                    .connection_timeout(config.timeout)
-                    .test_on_check_out(false)
-                    .connection_customizer(Box::new(SqlitePragmas { busy_timeout: config.timeout }))
-                    .build_unchecked(ConnectionManager::new(path));
-                // Its one connection is opened on the first write, never in the background.
-                let writer_pool = Pool::builder()
-                    .max_size(1)
-                    .min_idle(Some(0))
-                    .connection_timeout(config.timeout)
-                    .test_on_check_out(false)
-                    .connection_customizer(Box::new(SqlitePragmas { busy_timeout: config.timeout }))
-                    .build_unchecked(ConnectionManager::new(path));
-                writer = Some(Writer::start(writer_pool, config.timeout)?);
-                Pools::Sqlite(pool)
+                // The writer's one connection is opened on the first write, never in the
+                // background.
+                writer = Some(Writer::start(sqlite_pool(path, config, 1, Some(0)), config.timeout)?);
+                Pools::Sqlite(sqlite_pool(path, config, config.pool_size.max(1), None))
             }
             Engine::Postgres => {
                 PgConnection::establish(&config.url).map_err(|e| {
@@ -237,7 +242,7 @@ impl Database {
     /// `Unavailable` when the budget is spent or no connection comes in time.
     pub fn conn_within(&self, budget: Duration) -> Result<(DbConn, bool), StoreError> {
         if budget.is_zero() {
-            return Err(StoreError::Unavailable("the request's time for the database is spent".to_owned()));
+            return Err(budget_spent());
         }
         let started = Instant::now();
         let mut conn = match &self.pools {
@@ -245,9 +250,7 @@ impl Database {
             Pools::Postgres(pool) => DbConn::Postgres(pool.get_timeout(budget)?),
         };
         let left = budget.saturating_sub(started.elapsed());
-        if left + LOCK_WAIT_SLACK >= self.timeout {
-            // Close enough to the configured wait: changing it would cost two statements
-            // (set, restore) on every request for a few milliseconds of precision.
+        if !shortens(left, self.timeout) {
             return Ok((conn, false));
         }
         set_lock_wait(&mut conn, left)?;
@@ -290,9 +293,22 @@ impl Database {
 /// some time) and pay two extra statements.
 pub const LOCK_WAIT_SLACK: Duration = Duration::from_millis(50);
 
+/// Whether what is `left` of a budget is short enough, against the configured `timeout`,
+/// to set it as a connection's lock wait. When it is close to the configured wait,
+/// changing it would cost two statements (set, restore) for a few milliseconds of
+/// precision.
+pub(crate) fn shortens(left: Duration, timeout: Duration) -> bool {
+    left + LOCK_WAIT_SLACK < timeout
+}
+
+/// The error of work whose request has no time left for the database.
+pub(crate) fn budget_spent() -> StoreError {
+    StoreError::Unavailable("the request's time for the database is spent".to_owned())
+}
+
 /// Sets how long a statement of `conn` waits for a lock before failing (at least 1 ms:
 /// 0 would mean "forever" on PostgreSQL).
-fn set_lock_wait(conn: &mut DbConn, wait: Duration) -> Result<(), StoreError> {
+pub(crate) fn set_lock_wait(conn: &mut DbConn, wait: Duration) -> Result<(), StoreError> {
     let millis = wait.as_millis().max(1);
     match conn {
         DbConn::Sqlite(c) => c.batch_execute(&format!("PRAGMA busy_timeout = {millis}")),

@@ -25,9 +25,9 @@
 //!
 //! Reads do not come here: in WAL mode they run beside the writer on the pool.
 
-use crate::db::{DbConn, LOCK_WAIT_SLACK};
+use crate::db::{DbConn, budget_spent, set_lock_wait, shortens};
 use crate::error::StoreError;
-use diesel::connection::{AnsiTransactionManager, SimpleConnection, TransactionManager};
+use diesel::connection::{AnsiTransactionManager, TransactionManager};
 use diesel::r2d2::{ConnectionManager, Pool};
 use diesel::sqlite::SqliteConnection;
 use futures_channel::oneshot;
@@ -190,10 +190,6 @@ struct Batcher {
     queue: mpsc::Receiver<Box<dyn Job>>,
 }
 
-fn spent() -> StoreError {
-    StoreError::Unavailable("the request's time for the database is spent".to_owned())
-}
-
 impl Batcher {
     /// Serves batches until every [`Writer`] handle is gone and the queue is empty.
     fn serve(mut self) {
@@ -206,7 +202,7 @@ impl Batcher {
     fn batch(&mut self, first: Box<dyn Job>) {
         let left = first.deadline().saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return first.refuse(spent());
+            return first.refuse(budget_spent());
         }
         let mut conn = match self.conn.take() {
             Some(conn) => conn,
@@ -226,7 +222,7 @@ impl Batcher {
             let mut next = Some(first);
             while let Some(job) = next.take() {
                 if job.deadline() <= Instant::now() {
-                    job.refuse(spent());
+                    job.refuse(budget_spent());
                 } else {
                     let done = job.run(&mut conn);
                     let stop = done.failed_in_database();
@@ -258,18 +254,17 @@ impl Batcher {
 
     /// `BEGIN IMMEDIATE`, waiting for the lock at most `left` (the first job's budget).
     fn begin(&self, conn: &mut DbConn, left: Duration) -> Result<(), StoreError> {
-        let DbConn::Sqlite(conn) = conn else {
+        let shorten = shortens(left, self.lock_wait);
+        if shorten {
+            set_lock_wait(conn, left)?;
+        }
+        let DbConn::Sqlite(sqlite) = &mut *conn else {
             return Err(StoreError::Internal("the SQLite writer was given another engine".to_owned()));
         };
-        let conn: &mut SqliteConnection = conn;
-        let shorten = left + LOCK_WAIT_SLACK < self.lock_wait;
-        if shorten {
-            conn.batch_execute(&format!("PRAGMA busy_timeout = {}", left.as_millis().max(1)))?;
-        }
-        let began = AnsiTransactionManager::begin_transaction_sql(conn, "BEGIN IMMEDIATE");
+        let began = AnsiTransactionManager::begin_transaction_sql(&mut **sqlite, "BEGIN IMMEDIATE");
         if shorten {
             // Inside the batch the lock is held: nothing else waits for it.
-            conn.batch_execute(&format!("PRAGMA busy_timeout = {}", self.lock_wait.as_millis()))?;
+            set_lock_wait(conn, self.lock_wait)?;
         }
         Ok(began?)
     }
