@@ -1,6 +1,8 @@
 //! The fixture loader (`wpds seed`) against a fresh SQLite file per test and, when
 //! `TEST_DATABASE_URL` names a PostgreSQL server, against a fresh PostgreSQL database too.
 
+mod support;
+
 use diesel::pg::PgConnection;
 use diesel::prelude::*;
 use diesel::sql_types::BigInt;
@@ -57,13 +59,7 @@ enum Cleanup {
 impl Drop for Cleanup {
     fn drop(&mut self) {
         match self {
-            Cleanup::SqliteFile(path) => {
-                for suffix in ["", "-wal", "-shm"] {
-                    let mut file = path.clone().into_os_string();
-                    file.push(suffix);
-                    let _ = std::fs::remove_file(file);
-                }
-            }
+            Cleanup::SqliteFile(path) => support::remove_sqlite_files(path),
             Cleanup::PgDatabase { admin_url, name } => {
                 if let Ok(mut admin) = PgConnection::establish(admin_url) {
                     let _ = diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))

@@ -4,6 +4,8 @@
 //! Each test holds the writer inside a first job (a gate) while it queues the others, so
 //! that they are certain to share that job's batch.
 
+mod support;
+
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Text};
 use std::future::Future;
@@ -21,11 +23,7 @@ struct Scratch {
 
 impl Drop for Scratch {
     fn drop(&mut self) {
-        for suffix in ["", "-wal", "-shm"] {
-            let mut file = self.path.clone().into_os_string();
-            file.push(suffix);
-            let _ = std::fs::remove_file(file);
-        }
+        support::remove_sqlite_files(&self.path);
     }
 }
 
@@ -102,11 +100,12 @@ fn soon() -> Instant {
     Instant::now() + Duration::from_secs(5)
 }
 
-/// Queues a job that tells `started` when it runs, waits for `gate`, then inserts `name`.
+/// Queues a job that waits for the returned gate, then inserts `name`; returns once the
+/// writer is running it, so that every job queued before the gate opens joins its batch.
 fn gate_job(
     writer: &Writer,
     name: &'static str,
-) -> (impl Future<Output = Result<(), StoreError>> + use<>, mpsc::Receiver<()>, mpsc::Sender<()>) {
+) -> (impl Future<Output = Result<(), StoreError>> + use<>, mpsc::Sender<()>) {
     let (started_tx, started) = mpsc::channel();
     let (gate, gate_rx) = mpsc::channel::<()>();
     let answer = writer.submit(soon(), move |conn| {
@@ -114,7 +113,8 @@ fn gate_job(
         gate_rx.recv().expect("the test opens the gate");
         insert(conn, name)
     });
-    (answer, started, gate)
+    started.recv().expect("the gate job runs");
+    (answer, gate)
 }
 
 #[test]
@@ -122,8 +122,7 @@ fn jobs_queued_together_share_one_transaction_and_are_answered_after_its_commit(
     // Arrange: the writer is inside job "a"; "b" and "c" queue behind it.
     let scratch = Scratch::new();
     let writer = scratch.writer();
-    let (a, started, gate) = gate_job(writer, "a");
-    started.recv().expect("job a runs");
+    let (a, gate) = gate_job(writer, "a");
     let b = writer.submit(soon(), |conn| insert(conn, "b"));
     let path = scratch.path.clone();
     let c = writer.submit(soon(), move |conn| {
@@ -153,8 +152,7 @@ fn a_job_that_fails_rolls_back_only_its_own_writes_in_the_batch() {
     // Arrange
     let scratch = Scratch::new();
     let writer = scratch.writer();
-    let (a, started, gate) = gate_job(writer, "a");
-    started.recv().expect("job a runs");
+    let (a, gate) = gate_job(writer, "a");
     let refused = writer.submit(soon(), |conn| {
         insert_then(conn, "refused", Err(StoreError::rule("some_rule", "/name", "refused after writing")))
     });
@@ -179,8 +177,7 @@ fn a_job_past_its_deadline_is_refused_without_running() {
     // Arrange: job "late" must start within 20 ms, but the writer is held for longer.
     let scratch = Scratch::new();
     let writer = scratch.writer();
-    let (a, started, gate) = gate_job(writer, "a");
-    started.recv().expect("job a runs");
+    let (a, gate) = gate_job(writer, "a");
     let late = writer.submit(Instant::now() + Duration::from_millis(20), |conn| insert(conn, "late"));
 
     // Act
@@ -199,8 +196,7 @@ fn a_panicking_job_rolls_back_its_batch_and_the_writer_goes_on() {
     // Arrange
     let scratch = Scratch::new();
     let writer = scratch.writer();
-    let (a, started, gate) = gate_job(writer, "a");
-    started.recv().expect("job a runs");
+    let (a, gate) = gate_job(writer, "a");
     let panics = writer.submit(soon(), |conn| -> Result<(), StoreError> {
         insert(conn, "p")?;
         panic!("a defect in a write");
