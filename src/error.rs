@@ -29,6 +29,9 @@ pub enum ApiError {
     MethodNotAllowed(Vec<&'static str>),
     /// 406 `not_acceptable`.
     NotAcceptable,
+    /// 408 `request_timeout`: the body did not arrive within the given time; the
+    /// connection is closed after the answer.
+    RequestTimeout(std::time::Duration),
     /// 413 `payload_too_large`, with the limit in bytes.
     PayloadTooLarge(usize),
     /// 415 `unsupported_media_type`.
@@ -48,6 +51,9 @@ pub enum ApiError {
     RateLimited(u32),
     /// 503 `unavailable`, retry after the given seconds.
     Unavailable(u32),
+    /// 503 `unavailable` because the memory for request bodies stayed taken (by other
+    /// requests) for the whole body timeout; retry after the given seconds.
+    Overloaded(u32),
     /// 500 `internal`; the text is logged, never sent.
     Internal(String),
 }
@@ -82,12 +88,13 @@ impl ApiError {
             ApiError::NotFound(_) => "not_found",
             ApiError::MethodNotAllowed(_) => "method_not_allowed",
             ApiError::NotAcceptable => "not_acceptable",
+            ApiError::RequestTimeout(_) => "request_timeout",
             ApiError::PayloadTooLarge(_) => "payload_too_large",
             ApiError::UnsupportedMediaType => "unsupported_media_type",
             ApiError::Conflict(conflict) => conflict.code,
             ApiError::Unprocessable { code, .. } => code,
             ApiError::RateLimited(_) => "rate_limited",
-            ApiError::Unavailable(_) => "unavailable",
+            ApiError::Unavailable(_) | ApiError::Overloaded(_) => "unavailable",
             ApiError::Internal(_) => "internal",
         }
     }
@@ -107,7 +114,8 @@ impl From<wpds_storage::StoreError> for ApiError {
         match error {
             StoreError::NotFound(what) => ApiError::NotFound(format!("No {what} here.")),
             StoreError::Rule(violations) => {
-                let detail = violations.iter().map(|v| v.message.as_str()).collect::<Vec<_>>().join("; ");
+                let shown = violations.iter().take(wpds_contract::problem::MAX_LISTED_ERRORS);
+                let detail = shown.map(|v| v.message.as_str()).collect::<Vec<_>>().join("; ");
                 ApiError::Unprocessable { code: "unprocessable", detail, errors: to_errors(violations) }
             }
             StoreError::IdempotencyKeyReused(key) => ApiError::Unprocessable {

@@ -1,11 +1,22 @@
 //! Maps [`ApiError`] to its HTTP status, headers and problem+json body: the only place
 //! where errors become responses.
+//!
+//! [`shape_bare_errors`] also catches the error answers that come without a body from code
+//! this service does not write (Swagger UI's 404 for a file it does not have, actix-web's
+//! own refusals inside the application), so every 4xx and 5xx the service can shape is
+//! problem+json. actix-http answers a few protocol errors before any application code
+//! runs (a slow or oversized request head, an unparsable one): those stay as it sends
+//! them (see `docs/reliability.md`).
 
 use crate::error::ApiError;
 use crate::http::request_id;
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::StatusCode;
 use actix_web::http::header::{ALLOW, CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE};
+use actix_web::middleware::Next;
 use actix_web::{HttpRequest, HttpResponse};
+use wpds_contract::problem::{MAX_TEXT, count_phrase, cut, listed};
 use wpds_contract::types::Problem;
 
 /// The media type of every error body.
@@ -16,17 +27,14 @@ pub fn respond(req: &HttpRequest, error: ApiError) -> HttpResponse {
     let trace_id = request_id::of(req);
     let code = error.code();
     let mut headers: Vec<(actix_web::http::header::HeaderName, String)> = Vec::new();
+    // Whether the connection closes after this answer (the rest of the request may still
+    // be on its way, and is not worth reading).
+    let mut close = false;
     let mut problem = match error {
         ApiError::Validation(errors) => {
-            let n = errors.len();
-            Problem::of(
-                code,
-                format!(
-                    "The request does not match the API contract ({n} error{}).",
-                    if n == 1 { "" } else { "s" }
-                ),
-            )
-            .with_errors(errors)
+            let count = count_phrase(errors.len(), listed(&errors));
+            Problem::of(code, format!("The request does not match the API contract ({count})."))
+                .with_errors(errors)
         }
         ApiError::Unauthenticated { detail, token_sent } => {
             let challenge = if token_sent { "Bearer error=\"invalid_token\"" } else { "Bearer" };
@@ -43,8 +51,15 @@ pub fn respond(req: &HttpRequest, error: ApiError) -> HttpResponse {
             Problem::of(code, format!("{} is not allowed here; allowed: {}.", req.method(), allow.join(", ")))
         }
         ApiError::NotAcceptable => Problem::of(code, "This operation answers application/json only."),
+        ApiError::RequestTimeout(limit) => {
+            close = true;
+            Problem::of(code, format!("The body did not arrive within {} ms.", limit.as_millis()))
+        }
         ApiError::PayloadTooLarge(limit) => Problem::of(code, format!("The body exceeds {limit} bytes.")),
-        ApiError::UnsupportedMediaType => Problem::of(code, "The body must be sent as application/json."),
+        ApiError::UnsupportedMediaType => Problem::of(
+            code,
+            "The body must be sent as application/json, with no Content-Encoding other than identity.",
+        ),
         ApiError::Conflict(conflict) => {
             let mut problem = Problem::of(code, conflict.detail);
             problem.current_version = conflict.current_version;
@@ -57,7 +72,14 @@ pub fn respond(req: &HttpRequest, error: ApiError) -> HttpResponse {
             problem.errors = conflict.errors;
             problem
         }
-        ApiError::Unprocessable { detail, errors, .. } => Problem::of(code, detail).with_errors(errors),
+        ApiError::Unprocessable { mut detail, errors, .. } => {
+            let (total, shown) = (errors.len(), listed(&errors));
+            if shown < total {
+                cut(&mut detail, MAX_TEXT / 2);
+                detail = format!("{detail} ({})", count_phrase(total, shown));
+            }
+            Problem::of(code, detail).with_errors(errors)
+        }
         ApiError::RateLimited(seconds) => {
             headers.push((RETRY_AFTER, seconds.to_string()));
             Problem::of(code, format!("Too many requests for this token; retry after {seconds} s."))
@@ -65,6 +87,10 @@ pub fn respond(req: &HttpRequest, error: ApiError) -> HttpResponse {
         ApiError::Unavailable(seconds) => {
             headers.push((RETRY_AFTER, seconds.to_string()));
             Problem::of(code, format!("The database is not reachable; retry after {seconds} s."))
+        }
+        ApiError::Overloaded(seconds) => {
+            headers.push((RETRY_AFTER, seconds.to_string()));
+            Problem::of(code, format!("The server is busy reading other requests; retry after {seconds} s."))
         }
         ApiError::Internal(detail) => {
             log::error!("request {trace_id} failed: {detail}");
@@ -75,6 +101,9 @@ pub fn respond(req: &HttpRequest, error: ApiError) -> HttpResponse {
     problem.trace_id = trace_id;
     let status = StatusCode::from_u16(problem.status as u16).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = HttpResponse::build(status);
+    if close {
+        response.force_close();
+    }
     response.insert_header((CONTENT_TYPE, PROBLEM_JSON));
     for header in headers {
         response.insert_header(header);
@@ -86,4 +115,36 @@ pub fn respond(req: &HttpRequest, error: ApiError) -> HttpResponse {
             HttpResponse::InternalServerError().finish()
         }
     }
+}
+
+/// Middleware: replaces an error answer that has no body (no `Content-Type`) with the
+/// problem of its status.
+pub async fn shape_bare_errors(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let response = next.call(req).await?;
+    let status = response.status();
+    if !(status.is_client_error() || status.is_server_error())
+        || response.headers().contains_key(CONTENT_TYPE)
+    {
+        return Ok(response.map_into_boxed_body());
+    }
+    let (req, bare) = response.into_parts();
+    let error = match status {
+        StatusCode::NOT_FOUND => ApiError::NotFound(format!("There is nothing at {}.", req.path())),
+        StatusCode::PAYLOAD_TOO_LARGE => ApiError::PayloadTooLarge(crate::http::dispatch::BODY_LIMIT),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => ApiError::UnsupportedMediaType,
+        StatusCode::NOT_ACCEPTABLE => ApiError::NotAcceptable,
+        StatusCode::SERVICE_UNAVAILABLE => ApiError::Unavailable(1),
+        status if status.is_server_error() => {
+            ApiError::Internal(format!("{} answered {status} without a body", req.path()))
+        }
+        _ => {
+            // A status with no problem type of its own keeps its bare answer.
+            return Ok(ServiceResponse::new(req, bare.map_into_boxed_body()));
+        }
+    };
+    let shaped = respond(&req, error);
+    Ok(ServiceResponse::new(req, shaped))
 }

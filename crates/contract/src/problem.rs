@@ -3,6 +3,12 @@
 //! Every 4xx and 5xx the service sends is a [`Problem`] with a stable snake_case `code`
 //! from [`CODES`]; its `type` is `/problems/{code}`, a page on this server built from the
 //! same catalogue.
+//!
+//! A problem body never grows with the request that caused it: [`Problem::with_errors`]
+//! lists at most [`MAX_LISTED_ERRORS`] entries (and stops earlier once their text reaches
+//! [`MAX_LISTED_BYTES`]), each `pointer` and `message` cut to [`MAX_TEXT`] bytes, and the
+//! `detail` states how many there were in all, so no answer to a bad request exceeds
+//! 64 KiB.
 
 use crate::types::{Problem, ProblemError, ProblemErrorIn};
 
@@ -64,6 +70,12 @@ pub const CODES: &[ProblemType] = &[
         description: "The Accept header excludes application/json, the only representation this API answers with.",
     },
     ProblemType {
+        code: "request_timeout",
+        status: 408,
+        title: "Request timeout",
+        description: "The request body did not arrive within the server's body timeout (10 s by default); the connection is closed. Send the body again, at once.",
+    },
+    ProblemType {
         code: "payload_too_large",
         status: 413,
         title: "Payload too large",
@@ -73,7 +85,7 @@ pub const CODES: &[ProblemType] = &[
         code: "unsupported_media_type",
         status: 415,
         title: "Unsupported media type",
-        description: "The request body must be sent as Content-Type: application/json.",
+        description: "The request body must be sent as Content-Type: application/json, without a Content-Encoding (or with identity).",
     },
     ProblemType {
         code: "version_conflict",
@@ -139,7 +151,7 @@ pub const CODES: &[ProblemType] = &[
         code: "unavailable",
         status: 503,
         title: "Service unavailable",
-        description: "The database could not be reached in time; retry after Retry-After seconds.",
+        description: "The server cannot answer in time: the database could not be reached, or the memory reserved for request bodies is taken. Retry after Retry-After seconds.",
     },
 ];
 
@@ -169,13 +181,76 @@ impl Problem {
             current: None,
             conflicts: None,
         }
+        .bounded()
     }
 
-    /// The same problem listing `errors`.
-    pub fn with_errors(mut self, errors: Vec<ProblemError>) -> Self {
+    /// The same problem listing `errors`, bounded: the first [`listed`] of them, each
+    /// `pointer`, `message` and `keyword` cut to [`MAX_TEXT`] bytes. The caller's `detail`
+    /// says how many there were in all when some are left out ([`count_phrase`]).
+    pub fn with_errors(mut self, mut errors: Vec<ProblemError>) -> Self {
+        errors.truncate(listed(&errors));
+        for error in &mut errors {
+            cut(&mut error.pointer, MAX_TEXT);
+            cut(&mut error.message, MAX_TEXT);
+            cut(&mut error.keyword, MAX_TEXT);
+        }
         self.errors = Some(errors);
         self
     }
+
+    /// The same problem with `detail` cut to [`MAX_TEXT`] bytes.
+    fn bounded(mut self) -> Self {
+        cut(&mut self.detail, MAX_TEXT);
+        self
+    }
+}
+
+/// How many of `errors` a problem lists: at most [`MAX_LISTED_ERRORS`], and no more than
+/// fit in [`MAX_LISTED_BYTES`] of text once each is cut to [`MAX_TEXT`] (the first always).
+pub fn listed(errors: &[ProblemError]) -> usize {
+    let mut bytes = 0;
+    for (i, error) in errors.iter().take(MAX_LISTED_ERRORS).enumerate() {
+        bytes += [&error.pointer, &error.message, &error.keyword]
+            .iter()
+            .map(|t| t.len().min(MAX_TEXT))
+            .sum::<usize>();
+        if i > 0 && bytes > MAX_LISTED_BYTES {
+            return i;
+        }
+    }
+    errors.len().min(MAX_LISTED_ERRORS)
+}
+
+/// "1 error", "3 errors", or "85004 errors; the first 100 are listed" when only `listed`
+/// of `total` are.
+pub fn count_phrase(total: usize, listed: usize) -> String {
+    match (total, listed) {
+        (1, 1) => "1 error".to_owned(),
+        (n, k) if k < n => format!("{n} errors; the first {k} are listed"),
+        (n, _) => format!("{n} errors"),
+    }
+}
+
+/// The most `errors[]` entries one problem lists.
+pub const MAX_LISTED_ERRORS: usize = 100;
+/// The most bytes of `pointer`, `message` and `keyword` text the listed entries hold
+/// together (a listed entry is never cut for it; the list ends before the entry that would
+/// pass it).
+pub const MAX_LISTED_BYTES: usize = 48 * 1024;
+/// The longest `pointer`, `message`, `keyword` or `detail`, in bytes; longer text is cut,
+/// ending with "…".
+pub const MAX_TEXT: usize = 1024;
+
+/// Cuts `text` to at most `max` bytes on a character boundary, ending with "…" when cut.
+pub fn cut(text: &mut String, max: usize) {
+    if text.len() <= max {
+        return;
+    }
+    let ellipsis = "…";
+    let keep = max.saturating_sub(ellipsis.len());
+    let at = (0..=keep).rev().find(|i| text.is_char_boundary(*i)).unwrap_or(0);
+    text.truncate(at);
+    text.push_str(ellipsis);
 }
 
 impl ProblemError {
