@@ -1,10 +1,17 @@
 //! Parsing request bodies strictly: standard JSON, but an object with the same key twice is
 //! refused instead of silently keeping the last value, so an ambiguous body is a clear 400.
 //! serde_json's recursion limit still applies, so deeply nested input is refused too.
+//!
+//! Numbers are kept exactly as written (serde_json's `arbitrary_precision`, which hands a
+//! number to a visitor as a one-entry map under a private key): the validator then decides
+//! integer-ness on the decimal text, not on a rounded float.
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 use std::fmt;
+
+/// The key under which serde_json (`arbitrary_precision`) presents a number's exact text.
+const NUMBER_TOKEN: &str = "$serde_json::private::Number";
 
 /// A JSON value read with duplicate keys refused.
 struct StrictValue(Value);
@@ -72,6 +79,11 @@ impl<'de> Visitor<'de> for StrictVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut object = Map::new();
         while let Some(key) = map.next_key::<String>()? {
+            if key == NUMBER_TOKEN && object.is_empty() {
+                let text: String = map.next_value()?;
+                let number: Number = text.parse().map_err(de::Error::custom)?;
+                return Ok(Value::Number(number));
+            }
             if object.contains_key(&key) {
                 return Err(de::Error::custom(format!("duplicate key {key:?}")));
             }
@@ -90,6 +102,14 @@ mod tests {
     fn reads_json_like_serde_json() {
         let text = br#"{"a": [1, -2, 3.5, "x", null, true, {"b": {}}], "c": 18446744073709551615}"#;
         assert_eq!(parse(text).unwrap(), serde_json::from_slice::<Value>(text).unwrap());
+    }
+
+    #[test]
+    fn keeps_numbers_exactly_as_written() {
+        let value = parse(br#"{"a": 2.0000000000000000000001, "b": 20e-1, "c": 7}"#).unwrap();
+        assert_eq!(value["a"].to_string(), "2.0000000000000000000001");
+        assert_eq!(value["b"].to_string(), "20e-1");
+        assert_eq!(value["c"].as_i64(), Some(7));
     }
 
     #[test]

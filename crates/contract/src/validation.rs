@@ -129,6 +129,68 @@ impl Contract {
     }
 }
 
+/// Every string of a validated request that holds U+0000 (NUL), which not every engine can
+/// store (PostgreSQL refuses it in `text`): one `nul_character` entry per string, naming it
+/// like a schema violation. Object keys need no check: every request object is closed, so
+/// a key the schema does not name was refused already.
+pub fn nul_characters(request: &ValidRequest) -> Vec<ProblemError> {
+    let mut found = Vec::new();
+    for (location, value) in [(ProblemErrorIn::Path, &request.path), (ProblemErrorIn::Query, &request.query)]
+    {
+        if let Value::Object(params) = value {
+            for (name, value) in params {
+                if holds_nul(value) {
+                    found.push(nul_error(location, name.clone()));
+                }
+            }
+        }
+    }
+    if let Some(body) = &request.body {
+        let mut pointer = String::new();
+        nul_strings_in(body, &mut pointer, &mut found);
+    }
+    found
+}
+
+fn holds_nul(value: &Value) -> bool {
+    match value {
+        Value::String(text) => text.contains('\0'),
+        Value::Array(items) => items.iter().any(holds_nul),
+        _ => false,
+    }
+}
+
+/// Adds an entry for every string under `value`, whose JSON pointer is `pointer`.
+fn nul_strings_in(value: &Value, pointer: &mut String, found: &mut Vec<ProblemError>) {
+    let depth = pointer.len();
+    match value {
+        Value::String(text) if text.contains('\0') => {
+            found.push(nul_error(ProblemErrorIn::Body, pointer.clone()))
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                pointer.push('/');
+                pointer.push_str(&i.to_string());
+                nul_strings_in(item, pointer, found);
+                pointer.truncate(depth);
+            }
+        }
+        Value::Object(map) => {
+            for (key, item) in map {
+                pointer.push('/');
+                pointer.push_str(&escape_token(key));
+                nul_strings_in(item, pointer, found);
+                pointer.truncate(depth);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn nul_error(location: ProblemErrorIn, pointer: String) -> ProblemError {
+    ProblemError::new(location, pointer, "nul_character", "U+0000 (NUL) cannot be stored in text")
+}
+
 impl Contract {
     /// Reads a request into the same values as [`Contract::validate`] without checking
     /// them against the document (only a body that is not JSON at all is refused). For
@@ -250,9 +312,6 @@ enum IntegerFormat {
     Int64,
 }
 
-/// 2^63 as a float, exactly.
-const TWO_POW_63: f64 = 9_223_372_036_854_775_808.0;
-
 impl IntegerFormat {
     fn new(format: &Value) -> Self {
         match format.as_str() {
@@ -280,25 +339,15 @@ impl<'i> jsonschema::Keyword<'i> for IntegerFormat {
 
     fn is_valid(&self, instance: &'i Value) -> bool {
         let Value::Number(number) = instance else { return true };
-        if let Some(n) = number.as_i64() {
-            return match self {
+        // Numbers keep their exact text (see `strict_json`): a fraction, however small,
+        // is left to `type`; an integer must lie within the format's range.
+        match crate::wire::integer_value(&number.to_string()) {
+            None => true,
+            Some(None) => false,
+            Some(Some(n)) => match self {
                 IntegerFormat::Int32 => i32::try_from(n).is_ok(),
-                IntegerFormat::Int64 => true,
-            };
-        }
-        if number.as_u64().is_some() {
-            return false; // above i64::MAX
-        }
-        // A float: spelled with a fraction or an exponent, or an integer literal beyond the
-        // 64-bit range, which the parser reads as the nearest float. Every integer literal
-        // just below i64::MIN rounds to -2^63, so -2^63 as a float is refused too (i64::MIN
-        // spelled as an integer arrives above, as an i64).
-        match number.as_f64() {
-            Some(f) if f.fract() == 0.0 => match self {
-                IntegerFormat::Int32 => (f64::from(i32::MIN)..=f64::from(i32::MAX)).contains(&f),
-                IntegerFormat::Int64 => -TWO_POW_63 < f && f < TWO_POW_63,
+                IntegerFormat::Int64 => i64::try_from(n).is_ok(),
             },
-            _ => true,
         }
     }
 }
