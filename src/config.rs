@@ -95,6 +95,17 @@ pub struct ServeConfig {
     #[arg(long, env = "WPDS_RATE_LIMIT_PER_MINUTE", default_value_t = 0)]
     pub rate_limit_per_minute: u32,
 
+    /// Milliseconds a request body may take to arrive, from when the server starts reading
+    /// it; past it the answer is 408 `request_timeout` and the connection closes.
+    #[arg(long, env = "WPDS_BODY_TIMEOUT_MS", default_value_t = 10_000)]
+    pub body_timeout_ms: u64,
+
+    /// MiB every request body being read or processed may hold together (at least 1);
+    /// further readers wait for their share, and answer 503 if it does not come within the
+    /// body timeout. Bounds the server's memory under a flood of large bodies.
+    #[arg(long, env = "WPDS_BODY_MEMORY_MIB", default_value_t = 32)]
+    pub body_memory_mib: usize,
+
     /// Milliseconds a token's caller and a membership may be served from the in-process
     /// cache (0 turns it off). A login revoked by another process or by an operator stops
     /// working within this bound; one revoked by this process stops at once.
@@ -123,6 +134,8 @@ impl ServeConfig {
             shutdown_timeout: 30,
             rate_limit_per_minute: 0,
             auth_cache_ttl_ms: 5000,
+            body_timeout_ms: 10_000,
+            body_memory_mib: 32,
             demo: false,
         }
     }

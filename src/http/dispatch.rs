@@ -4,8 +4,13 @@
 //! router before this runs):
 //! 1. 401 / 403 for operations the document secures (see [`crate::http::auth`]);
 //! 2. 406 when `Accept` excludes JSON;
-//! 3. 413 for a body over [`BODY_LIMIT`], 415 for a body that is not JSON;
+//! 3. 413 for a body over [`BODY_LIMIT`], 415 for a body that is not JSON or comes with a
+//!    `Content-Encoding` other than `identity`; the body is read through [`BodyReader`]:
+//!    within its deadline (408 otherwise, and the connection closes) and within the memory
+//!    every body in flight may hold together (a reader waits for its share);
 //! 4. 400 when the path, query or body breaks the document's schemas (every violation);
+//!    then, for operations that document 422, 422 for any string holding U+0000, which
+//!    not every engine can store;
 //! 5. the handler, with typed input; its success body goes out with the operation's
 //!    documented status, its error through [`crate::http::problem`].
 //!
@@ -27,11 +32,41 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Semaphore;
+use tokio::time::{Instant, timeout_at};
 use wpds_contract::types::{ProblemError, ProblemErrorIn};
-use wpds_contract::validation::{Contract, ValidRequest};
+use wpds_contract::validation::{Contract, ValidRequest, nul_characters};
 
 /// The largest request body accepted (1 MiB).
 pub const BODY_LIMIT: usize = 1024 * 1024;
+
+/// How request bodies are read: each within a deadline, all of them together within a
+/// memory budget.
+#[derive(Debug, Clone)]
+pub struct BodyReader {
+    /// The longest a body may take to arrive, from the moment the server starts reading it.
+    pub timeout: Duration,
+    /// The bytes every body being read or processed may hold together; each reader takes
+    /// its share (its declared length, or [`BODY_LIMIT`] when undeclared) before reading
+    /// and gives it back once its answer is ready.
+    memory: Arc<Semaphore>,
+}
+
+impl BodyReader {
+    /// A reader with a body deadline of `timeout` and `memory` bytes for all bodies.
+    pub fn new(timeout: Duration, memory: usize) -> Self {
+        // A budget below one full body would make the largest allowed body wait forever.
+        let memory = memory.clamp(BODY_LIMIT, Semaphore::MAX_PERMITS);
+        BodyReader { timeout, memory: Arc::new(Semaphore::new(memory)) }
+    }
+
+    /// Bytes of the memory budget not taken right now.
+    pub fn memory_available(&self) -> usize {
+        self.memory.available_permits()
+    }
+}
 
 /// A validated request, read into the operation's generated types on demand.
 pub struct Input {
@@ -120,7 +155,15 @@ where
     let caller = auth::check(op, req, state).await?;
     let ctx = RequestContext { request_id: request_id::of(req), caller };
     negotiate(req)?;
-    let body = if op.has_body { Some(read_body(req, payload).await?) } else { None };
+    // Held until the answer is ready: the parsed body and the checks' output grow with it.
+    let mut _memory = None;
+    let body = if op.has_body {
+        let (body, share) = read_body(req, payload).await?;
+        _memory = Some(share);
+        Some(body)
+    } else {
+        None
+    };
     let contract = req
         .app_data::<Data<Contract>>()
         .ok_or_else(|| ApiError::Internal("the contract is not registered".to_owned()))?;
@@ -132,6 +175,17 @@ where
     let valid = contract
         .read_unchecked(op.id, &path, req.query_string(), body.as_deref())
         .map_err(ApiError::Validation)?;
+    if op.statuses.contains(&422) {
+        let nul = nul_characters(&valid);
+        if !nul.is_empty() {
+            return Err(ApiError::Unprocessable {
+                code: "unprocessable",
+                detail: "Text holding U+0000 (NUL) cannot be stored.".to_owned(),
+                errors: nul,
+            });
+        }
+    }
+    drop(body);
     let reply = handler(ctx, Input { valid }).await?;
     let status = StatusCode::from_u16(op.success_status)
         .map_err(|e| ApiError::Internal(format!("{}: bad success status: {e}", op.id)))?;
@@ -165,8 +219,16 @@ fn negotiate(req: &HttpRequest) -> Result<(), ApiError> {
 }
 
 /// Reads the body up to [`BODY_LIMIT`]: 413 above it, 415 when a non-empty body is not
-/// declared as JSON (`application/json` or a `+json` type).
-async fn read_body(req: &HttpRequest, mut payload: Payload) -> Result<Bytes, ApiError> {
+/// declared as JSON (`application/json` or a `+json` type) or is encoded; 408 when it does
+/// not arrive within the [`BodyReader`]'s timeout; 503 when the memory for bodies stays
+/// taken that long. Returns the body and its share of that memory.
+async fn read_body(
+    req: &HttpRequest,
+    mut payload: Payload,
+) -> Result<(Bytes, tokio::sync::OwnedSemaphorePermit), ApiError> {
+    let reader = req
+        .app_data::<Data<BodyReader>>()
+        .ok_or_else(|| ApiError::Internal("the body reader is not registered".to_owned()))?;
     let declared_length =
         req.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     if declared_length.is_some_and(|len| len > BODY_LIMIT as u64) {
@@ -180,8 +242,28 @@ async fn read_body(req: &HttpRequest, mut payload: Payload) -> Result<Bytes, Api
     if has_content_type && !is_json {
         return Err(ApiError::UnsupportedMediaType);
     }
-    let mut body = BytesMut::new();
-    while let Some(chunk) = payload.next().await {
+    // A compressed body would otherwise be read as if its bytes were the JSON itself.
+    let encoded = req.headers().get_all(header::CONTENT_ENCODING).any(|value| {
+        value
+            .to_str()
+            .map_or(true, |v| v.split(',').any(|coding| !coding.trim().eq_ignore_ascii_case("identity")))
+    });
+    if encoded {
+        return Err(ApiError::UnsupportedMediaType);
+    }
+    let deadline = Instant::now() + reader.timeout;
+    let share = declared_length.map_or(BODY_LIMIT, |len| len as usize).max(1);
+    let memory = timeout_at(deadline, Arc::clone(&reader.memory).acquire_many_owned(share as u32))
+        .await
+        .map_err(|_| ApiError::Overloaded(1))?
+        .map_err(|e| ApiError::Internal(format!("the body memory budget is closed: {e}")))?;
+    let mut body = BytesMut::with_capacity(declared_length.map_or(0, |len| len as usize));
+    loop {
+        let chunk = match timeout_at(deadline, payload.next()).await {
+            Err(_) => return Err(ApiError::RequestTimeout(reader.timeout)),
+            Ok(None) => break,
+            Ok(Some(chunk)) => chunk,
+        };
         let chunk = chunk.map_err(|e| {
             ApiError::Validation(vec![ProblemError::new(
                 ProblemErrorIn::Body,
@@ -198,7 +280,7 @@ async fn read_body(req: &HttpRequest, mut payload: Payload) -> Result<Bytes, Api
     if !body.is_empty() && !has_content_type {
         return Err(ApiError::UnsupportedMediaType);
     }
-    Ok(body.freeze())
+    Ok((body.freeze(), memory))
 }
 
 /// The answer for a method a known path does not have: 405 with `Allow`.

@@ -21,7 +21,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             SwaggerUi::new("/docs/{_:.*}").config(
                 Config::new(["/openapi.json"])
                     .try_it_out_enabled(true)
-                    .persist_authorization(true)
+                    .persist_authorization(false)
                     .display_operation_id(true),
             ),
         )

@@ -9,3 +9,4 @@ pub mod health;
 pub mod problem;
 pub mod rate_limit;
 pub mod request_id;
+pub mod security;

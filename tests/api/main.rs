@@ -14,6 +14,7 @@ mod documents;
 mod documents_api;
 mod exports;
 mod failure_statuses;
+mod hostile_input;
 mod http_errors;
 mod imports;
 mod receipts;

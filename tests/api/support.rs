@@ -31,11 +31,17 @@ pub struct Options {
     pub rate_limit_per_minute: u32,
     /// How long the server waits for the database before answering 503.
     pub db_timeout: std::time::Duration,
+    /// How long a request body may take to arrive before the answer is 408.
+    pub body_timeout: std::time::Duration,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { rate_limit_per_minute: 0, db_timeout: std::time::Duration::from_secs(5) }
+        Options {
+            rate_limit_per_minute: 0,
+            db_timeout: std::time::Duration::from_secs(5),
+            body_timeout: std::time::Duration::from_secs(10),
+        }
     }
 }
 
@@ -77,7 +83,8 @@ pub fn spawn_app_with(options: Options) -> TestApp {
     let db = Arc::new(db);
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind a random port");
     let address = listener.local_addr().expect("a bound address");
-    let config = ServeConfig::for_address(address, &url);
+    let mut config = ServeConfig::for_address(address, &url);
+    config.body_timeout_ms = u64::try_from(options.body_timeout.as_millis()).unwrap_or(u64::MAX);
     let state = AppState {
         db: Arc::clone(&db),
         lifetimes: TokenLifetimes::default(),
@@ -293,6 +300,39 @@ impl TestApp {
     pub fn tokens_with(&self, user_id: i64, lifetimes: TokenLifetimes) -> IssuedPair {
         let conn = &mut self.db.conn().expect("a connection");
         wpds_storage::auth::issue(conn, user_id, lifetimes).expect("the user exists")
+    }
+
+    /// Sends `head` (a request line and headers, without the blank line that ends them)
+    /// and then `body` over a plain TCP connection, and reads the answer until the server
+    /// closes the connection (at most 30 s). The answer is checked against the contract
+    /// like every other; the flag says whether the server closed the connection after it.
+    pub fn send_raw(&self, head: &str, body: &[u8]) -> (TestResponse, bool) {
+        use std::io::{Read, Write};
+        let address = self.base.trim_start_matches("http://");
+        let mut stream = std::net::TcpStream::connect(address).expect("connect to the server");
+        stream.set_read_timeout(Some(std::time::Duration::from_secs(30))).expect("a read timeout");
+        stream.write_all(format!("{head}\r\n\r\n").as_bytes()).expect("the head is sent");
+        stream.write_all(body).expect("the body is sent");
+        let mut raw = Vec::new();
+        let closed = match stream.read_to_end(&mut raw) {
+            Ok(_) => true,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => true,
+            Err(_) => false,
+        };
+        let split = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("a complete answer head");
+        let head_text = String::from_utf8_lossy(&raw[..split]).into_owned();
+        let mut lines = head_text.split("\r\n");
+        let status =
+            lines.next().and_then(|l| l.split(' ').nth(1)).and_then(|s| s.parse().ok()).expect("a status");
+        let headers = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+            .collect();
+        let response = TestResponse { status, headers, body: raw[split + 4..].to_vec() };
+        let method = head.split(' ').next().unwrap_or_default();
+        let path = head.split(' ').nth(1).unwrap_or_default();
+        check_contract(method, path, &response);
+        (response, closed)
     }
 
     /// `GET path`.
