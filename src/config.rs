@@ -100,10 +100,12 @@ pub struct ServeConfig {
     #[arg(long, env = "WPDS_BODY_TIMEOUT_MS", default_value_t = 10_000)]
     pub body_timeout_ms: u64,
 
-    /// MiB every request body being read or processed may hold together (at least 1);
-    /// further readers wait for their share, and answer 503 if it does not come within the
-    /// body timeout. Bounds the server's memory under a flood of large bodies.
-    #[arg(long, env = "WPDS_BODY_MEMORY_MIB", default_value_t = 32)]
+    /// MiB every request body being read or processed may take together, each body
+    /// counted at 48× its length (its bytes, the parsed JSON and the checks' output; a
+    /// body never takes more than the whole budget); further readers wait for their share,
+    /// and answer 503 if it does not come within the body timeout. Bounds the server's
+    /// memory under a flood of large bodies.
+    #[arg(long, env = "WPDS_BODY_MEMORY_MIB", default_value_t = 64)]
     pub body_memory_mib: usize,
 
     /// Milliseconds a token's caller and a membership may be served from the in-process
@@ -135,7 +137,7 @@ impl ServeConfig {
             rate_limit_per_minute: 0,
             auth_cache_ttl_ms: 5000,
             body_timeout_ms: 10_000,
-            body_memory_mib: 32,
+            body_memory_mib: 64,
             demo: false,
         }
     }

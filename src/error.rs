@@ -6,12 +6,13 @@
 
 use serde_json::Value;
 use wpds_contract::types::{BulkEditConflict, ProblemError};
+use wpds_contract::validation::Violations;
 
 /// A failed request, as the contract names it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ApiError {
     /// 400 `validation_failed`: the request breaks the document's schemas.
-    Validation(Vec<ProblemError>),
+    Validation(Violations),
     /// 401 `unauthenticated`; `token_sent` adds `error="invalid_token"` to the challenge.
     Unauthenticated {
         /// What is wrong with the credentials.

@@ -38,30 +38,50 @@ pub async fn with_db_budget<F: Future>(budget: Duration, request: F) -> F::Outpu
     DB_BUDGET.scope(Cell::new(budget), request).await
 }
 
+/// The error of a request whose database deadline passed while its work was queued or
+/// running.
+fn deadline_passed() -> StoreError {
+    StoreError::Unavailable("the request's deadline passed while the database was busy or silent".to_owned())
+}
+
 impl AppState {
     /// Runs `work` (a read; on PostgreSQL any work) with a pooled connection on actix's
     /// blocking thread pool, within what is left of the request's budget for the database
     /// (the whole configured timeout outside [`with_db_budget`]).
+    ///
+    /// The deadline is the server's own: the request answers 503 `unavailable` when it
+    /// passes, even while the call is stuck on a silent network (no database timeout
+    /// arrives through a black hole). Work still queued at its deadline never starts; a
+    /// connection whose work failed in the database, or finished after the request gave up,
+    /// is closed rather than pooled ([`Database::release`]).
     pub async fn run<T, F>(&self, work: F) -> Result<T, ApiError>
     where
         T: Send + 'static,
         F: FnOnce(&mut DbConn) -> Result<T, StoreError> + Send + 'static,
     {
         let db = Arc::clone(&self.db);
-        let outcome = self
-            .within_budget(|budget| {
-                actix_web::web::block(move || {
-                    let (mut conn, shortened) = db.conn_within(budget)?;
-                    let result = work(&mut conn);
-                    if shortened {
-                        // A failure means the connection is broken; the pool discards it.
-                        let _ = db.restore_lock_wait(&mut conn);
-                    }
-                    result
-                })
-            })
-            .await;
-        outcome.map_err(|e| ApiError::Internal(format!("blocking pool: {e}")))?.map_err(ApiError::from)
+        self.within_budget(|budget| async move {
+            let deadline = Instant::now() + budget;
+            let call = actix_web::web::block(move || {
+                let left = deadline.saturating_duration_since(Instant::now());
+                let (mut conn, shortened) = db.conn_within(left)?;
+                let result = work(&mut conn);
+                let failed = matches!(result, Err(StoreError::Unavailable(_) | StoreError::Internal(_)));
+                // A failure means the connection is broken; it is closed below.
+                if shortened && !failed && db.restore_lock_wait(&mut conn).is_err() {
+                    db.release(conn, true, false);
+                } else {
+                    db.release(conn, failed, Instant::now() > deadline);
+                }
+                result
+            });
+            match tokio::time::timeout_at(deadline.into(), call).await {
+                Err(_) => Err(ApiError::from(deadline_passed())),
+                Ok(Err(blocking)) => Err(ApiError::Internal(format!("blocking pool: {blocking}"))),
+                Ok(Ok(result)) => result.map_err(ApiError::from),
+            }
+        })
+        .await
     }
 
     /// Runs `work`, which writes, within what is left of the request's budget for the
@@ -73,9 +93,17 @@ impl AppState {
         F: FnOnce(&mut DbConn) -> Result<T, StoreError> + Send + 'static,
     {
         let Some(writer) = self.db.writer() else { return self.run(work).await };
-        self.within_budget(|budget| writer.submit(Instant::now() + budget, work))
-            .await
-            .map_err(ApiError::from)
+        self.within_budget(|budget| async move {
+            let deadline = Instant::now() + budget;
+            // The writer refuses a job whose deadline has passed; this keeps the deadline
+            // for a job queued behind a batch that stalls (a slow disk).
+            match tokio::time::timeout_at(deadline.into(), writer.submit(deadline, work)).await {
+                Err(_) => Err(deadline_passed()),
+                Ok(result) => result,
+            }
+        })
+        .await
+        .map_err(ApiError::from)
     }
 
     /// Starts `attempt` with what is left of the request's budget for the database (the

@@ -27,12 +27,15 @@ pub async fn list_commercial_receipts(
     };
     let page =
         state.run(move |conn| receipts::list(conn, listing)).await?.map_err(|receipts::ForeignCursor| {
-            ApiError::Validation(vec![ProblemError::new(
-                ProblemErrorIn::Query,
-                "cursor",
-                "format",
-                "not a cursor this server issued for this listing",
-            )])
+            ApiError::Validation(
+                vec![ProblemError::new(
+                    ProblemErrorIn::Query,
+                    "cursor",
+                    "format",
+                    "not a cursor this server issued for this listing",
+                )]
+                .into(),
+            )
         })?;
     Ok(Reply::new(page))
 }

@@ -1,6 +1,5 @@
 //! Liveness (`/healthz`) and readiness (`/readyz`) probes.
 
-use crate::error::ApiError;
 use crate::http::problem;
 use crate::state::AppState;
 use actix_web::{HttpRequest, HttpResponse, web};
@@ -15,12 +14,11 @@ async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(serde_json::json!({ "status": "ok" }))
 }
 
-/// The server can answer operations: the database answers a trivial query.
+/// The server can answer operations: the database answers a trivial query within the
+/// request budget (503 `unavailable` otherwise, at the deadline even on a silent network).
 async fn readyz(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
-    let db = std::sync::Arc::clone(&state.db);
-    match web::block(move || db.ping()).await {
-        Ok(Ok(())) => HttpResponse::Ok().json(serde_json::json!({ "status": "ready" })),
-        Ok(Err(unavailable)) => problem::respond(&req, unavailable.into()),
-        Err(blocking) => problem::respond(&req, ApiError::Internal(blocking.to_string())),
+    match state.run(wpds_storage::Database::ping).await {
+        Ok(()) => HttpResponse::Ok().json(serde_json::json!({ "status": "ready" })),
+        Err(error) => problem::respond(&req, error),
     }
 }

@@ -31,10 +31,10 @@ pub fn respond(req: &HttpRequest, error: ApiError) -> HttpResponse {
     // be on its way, and is not worth reading).
     let mut close = false;
     let mut problem = match error {
-        ApiError::Validation(errors) => {
-            let count = count_phrase(errors.len(), listed(&errors));
+        ApiError::Validation(violations) => {
+            let count = count_phrase(violations.total, listed(&violations.listed));
             Problem::of(code, format!("The request does not match the API contract ({count})."))
-                .with_errors(errors)
+                .with_errors(violations.listed)
         }
         ApiError::Unauthenticated { detail, token_sent } => {
             let challenge = if token_sent { "Bearer error=\"invalid_token\"" } else { "Bearer" };

@@ -83,12 +83,30 @@ impl Server {
     /// Starts `wpds serve` on `database_url` with extra environment settings, on a free
     /// loopback port, and waits until `/healthz` answers.
     pub fn start_with(database_url: &str, settings: &[(&str, &str)]) -> Self {
+        Self::start_limited(database_url, settings, None)
+    }
+
+    /// [`Server::start_with`], with the process's descriptor limit (`RLIMIT_NOFILE`, soft
+    /// and hard, as `ulimit -n` sets it) lowered to `open_files` when given.
+    pub fn start_limited(database_url: &str, settings: &[(&str, &str)], open_files: Option<u64>) -> Self {
         for _ in 0..5 {
             let port = free_port();
             let log =
                 std::env::temp_dir().join(format!("wpds-reliability-{}.log", uuid::Uuid::new_v4().simple()));
             let log_file = std::fs::File::create(&log).expect("a log file");
-            let child = Command::new(WPDS)
+            let mut command = Command::new(WPDS);
+            if let Some(limit) = open_files {
+                use std::os::unix::process::CommandExt;
+                let limit = libc::rlimit { rlim_cur: limit, rlim_max: limit };
+                // SAFETY: setrlimit is async-signal-safe and touches only this struct.
+                unsafe {
+                    command.pre_exec(move || match libc::setrlimit(libc::RLIMIT_NOFILE, &limit) {
+                        0 => Ok(()),
+                        _ => Err(std::io::Error::last_os_error()),
+                    });
+                }
+            }
+            let child = command
                 .arg("serve")
                 .env("DATABASE_URL", database_url)
                 .env("WPDS_BIND", format!("127.0.0.1:{port}"))
@@ -131,6 +149,17 @@ impl Server {
     /// The process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// A line of the process's `/proc/PID/status` in KiB (`VmRSS`, `VmHWM`).
+    pub fn memory_kib(&self, field: &str) -> u64 {
+        let status =
+            std::fs::read_to_string(format!("/proc/{}/status", self.pid())).expect("the process status");
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+            .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {field} in /proc/{}/status", self.pid()))
     }
 
     /// Everything the server wrote to stdout and stderr so far.

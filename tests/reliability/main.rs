@@ -10,9 +10,11 @@
 //! condition, with a deadline that fails the test. Every request has a client-side timeout,
 //! so a hanging server fails a test instead of stalling the suite.
 
+mod black_hole;
 mod crash;
 #[path = "../common/database.rs"]
 mod database;
+mod flood;
 mod harness;
 mod lost_updates;
 mod outage;

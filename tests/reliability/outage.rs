@@ -8,11 +8,10 @@
 //! releases it.
 
 use crate::harness::{Answer, Seeded, Server, agent, cell, put_cell};
-use crate::proxy::Proxy;
+use crate::proxy::{Proxy, through_proxy};
 use diesel::Connection;
 use diesel::connection::SimpleConnection;
 use diesel::sqlite::SqliteConnection;
-use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 const DATE: &str = "2024-02-29";
@@ -46,17 +45,6 @@ impl Outage {
             }
         }
     }
-}
-
-/// `postgres://USER@HOST:PORT/DB` → (`HOST:PORT` resolved, the URL with `127.0.0.1:port`).
-fn through_proxy(url: &str, proxy_port: u16) -> (SocketAddr, String) {
-    let (scheme, rest) = url.split_once("://").expect("a URL");
-    let (credentials, rest) = rest.rsplit_once('@').map_or(("", rest), |(c, r)| (c, r));
-    let (host_port, database) = rest.split_once('/').expect("a database name");
-    let host_port = if host_port.contains(':') { host_port.to_owned() } else { format!("{host_port}:5432") };
-    let upstream = host_port.to_socket_addrs().expect("a resolvable host").next().expect("an address");
-    let at = if credentials.is_empty() { String::new() } else { format!("{credentials}@") };
-    (upstream, format!("{scheme}://{at}127.0.0.1:{proxy_port}/{database}"))
 }
 
 /// Sends one write and returns its answer and how long it took.

@@ -42,6 +42,43 @@ enum ScalarKind {
     Text,
 }
 
+/// What a request that fails validation breaks: the first violations, ready to list, and
+/// how many there are in all. Only [`crate::problem::MAX_LISTED_ERRORS`] are kept, so a
+/// request of 85 000 unknown keys costs a count, not 85 000 messages.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Violations {
+    /// The first violations found.
+    pub listed: Vec<ProblemError>,
+    /// How many were found in all.
+    pub total: usize,
+}
+
+impl Violations {
+    /// Counts `error`, keeping it when fewer than the listing limit are kept so far.
+    pub fn push(&mut self, error: ProblemError) {
+        self.total += 1;
+        if self.has_room() {
+            self.listed.push(error);
+        }
+    }
+
+    /// Whether another violation would be kept (else it is only counted).
+    pub fn has_room(&self) -> bool {
+        self.listed.len() < crate::problem::MAX_LISTED_ERRORS
+    }
+
+    /// Whether none was found.
+    pub fn is_empty(&self) -> bool {
+        self.total == 0
+    }
+}
+
+impl From<Vec<ProblemError>> for Violations {
+    fn from(listed: Vec<ProblemError>) -> Self {
+        Violations { total: listed.len(), listed }
+    }
+}
+
 /// A request that passed validation, as JSON values ready to deserialise.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ValidRequest {
@@ -83,9 +120,9 @@ impl Contract {
         path: &[(&str, &str)],
         query: &str,
         body: Option<&[u8]>,
-    ) -> Result<ValidRequest, Vec<ProblemError>> {
+    ) -> Result<ValidRequest, Violations> {
         let op = self.operation(operation_id);
-        let mut errors = Vec::new();
+        let mut errors = Violations::default();
 
         let path_value = path_object(path);
         collect_errors(&op.path, &path_value, ProblemErrorIn::Path, &mut errors);
@@ -202,17 +239,17 @@ impl Contract {
         path: &[(&str, &str)],
         query: &str,
         body: Option<&[u8]>,
-    ) -> Result<ValidRequest, Vec<ProblemError>> {
+    ) -> Result<ValidRequest, Violations> {
         let op = self.operation(operation_id);
         let path = path_object(path);
         let body = match body.filter(|bytes| !bytes.is_empty()) {
             Some(bytes) => Some(serde_json::from_slice(bytes).map_err(|e| {
-                vec![ProblemError::new(
+                Violations::from(vec![ProblemError::new(
                     ProblemErrorIn::Body,
                     "",
                     "json",
                     format!("the body is not valid JSON: {e}"),
-                )]
+                )])
             })?),
             None => None,
         };
@@ -396,12 +433,7 @@ fn read_scalar(raw: &str, kind: ScalarKind) -> Value {
     parsed.unwrap_or_else(|| Value::String(raw.to_owned()))
 }
 
-fn collect_errors(
-    validator: &Validator,
-    instance: &Value,
-    location: ProblemErrorIn,
-    out: &mut Vec<ProblemError>,
-) {
+fn collect_errors(validator: &Validator, instance: &Value, location: ProblemErrorIn, out: &mut Violations) {
     for error in validator.iter_errors(instance) {
         push_error(&error, location, out);
     }
@@ -409,7 +441,7 @@ fn collect_errors(
 
 /// Turns one validator error into entries naming the offending value: a missing or an
 /// unexpected property is pointed at itself rather than at its parent object.
-fn push_error(error: &ValidationError<'_>, location: ProblemErrorIn, out: &mut Vec<ProblemError>) {
+fn push_error(error: &ValidationError<'_>, location: ProblemErrorIn, out: &mut Violations) {
     let base = error.instance_path().as_str().to_owned();
     let keyword = match error.kind().keyword() {
         INTEGER_FORMAT => "format".to_owned(),
@@ -428,6 +460,10 @@ fn push_error(error: &ValidationError<'_>, location: ProblemErrorIn, out: &mut V
         return;
     }
     for name in named {
+        if !out.has_room() {
+            out.total += 1; // counted, never spelled out
+            continue;
+        }
         let pointer = match location {
             ProblemErrorIn::Body => format!("{base}/{}", escape_token(&name)),
             _ => name.clone(),

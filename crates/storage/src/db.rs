@@ -80,7 +80,14 @@ pub struct Database {
     engine: Engine,
     timeout: Duration,
     writer: Option<Writer>,
+    /// Until when checkouts verify a connection before handing it out (see
+    /// [`Database::release`]); `None` while nothing has failed recently.
+    suspect_until: std::sync::Mutex<Option<Instant>>,
 }
+
+/// How long after a connection failed checkouts verify connections first: long enough for
+/// every connection that died in the same outage to be found and replaced.
+const SUSPECT_FOR: Duration = Duration::from_secs(30);
 
 /// Runs `$body` with `$conn` (a `&mut DbConn`) rebound to the concrete connection of the
 /// engine in use. The body is compiled once per engine.
@@ -202,7 +209,8 @@ impl Database {
                 Pools::Sqlite(sqlite_pool(path, config, config.pool_size.max(1), None))
             }
             Engine::Postgres => {
-                PgConnection::establish(&config.url).map_err(|e| {
+                let url = with_network_timeouts(&config.url, config.timeout);
+                PgConnection::establish(&url).map_err(|e| {
                     StoreError::Unavailable(format!("cannot connect to PostgreSQL: {}", e.to_string().trim()))
                 })?;
                 let pool = Pool::builder()
@@ -210,11 +218,11 @@ impl Database {
                     .connection_timeout(config.timeout)
                     .test_on_check_out(false)
                     .connection_customizer(Box::new(PostgresTimeouts { lock_timeout: config.timeout }))
-                    .build_unchecked(ConnectionManager::new(config.url.clone()));
+                    .build_unchecked(ConnectionManager::new(url));
                 Pools::Postgres(pool)
             }
         };
-        Ok(Database { pools, engine, timeout: config.timeout, writer })
+        Ok(Database { pools, engine, timeout: config.timeout, writer, suspect_until: Default::default() })
     }
 
     /// The SQLite writer thread, through which the server runs its writes; `None` on
@@ -236,18 +244,31 @@ impl Database {
 
     /// A connection for work that may wait for the database at most `budget` in all: the
     /// checkout waits at most `budget`, and when less than the configured timeout (minus
-    /// [`LOCK_WAIT_SLACK`]) is left after it, the connection's lock wait (SQLite `busy_timeout`, PostgreSQL
-    /// `lock_timeout`) is shortened to what is left. The flag says it was shortened: pass
-    /// the connection to [`Database::restore_lock_wait`] before returning it to the pool.
-    /// `Unavailable` when the budget is spent or no connection comes in time.
+    /// [`LOCK_WAIT_SLACK`]) is left after it, the connection's lock wait (SQLite
+    /// `busy_timeout`, PostgreSQL `lock_timeout`) is shortened to what is left. The flag says
+    /// it was shortened: pass the connection to [`Database::restore_lock_wait`] before
+    /// returning it to the pool. While the pool is suspect (a connection failed within the
+    /// last [`SUSPECT_FOR`]), each connection is verified with a trivial statement first and
+    /// a dead one is closed and replaced. `Unavailable` when the budget is spent or no
+    /// working connection comes in time.
     pub fn conn_within(&self, budget: Duration) -> Result<(DbConn, bool), StoreError> {
         if budget.is_zero() {
             return Err(budget_spent());
         }
         let started = Instant::now();
-        let mut conn = match &self.pools {
-            Pools::Sqlite(pool) => DbConn::Sqlite(pool.get_timeout(budget)?),
-            Pools::Postgres(pool) => DbConn::Postgres(pool.get_timeout(budget)?),
+        let mut conn = loop {
+            let left = budget.saturating_sub(started.elapsed());
+            if left.is_zero() {
+                return Err(budget_spent());
+            }
+            let mut conn = match &self.pools {
+                Pools::Sqlite(pool) => DbConn::Sqlite(pool.get_timeout(left)?),
+                Pools::Postgres(pool) => DbConn::Postgres(pool.get_timeout(left)?),
+            };
+            if !self.is_suspect() || verify(&mut conn) {
+                break conn;
+            }
+            discard(&mut conn);
         };
         let left = budget.saturating_sub(started.elapsed());
         if !shortens(left, self.timeout) {
@@ -255,6 +276,32 @@ impl Database {
         }
         set_lock_wait(&mut conn, left)?;
         Ok((conn, true))
+    }
+
+    /// Hands a connection back after work. One whose work `failed` in the database (it
+    /// may be broken), or that finished only after its request had given up (`late`: its
+    /// state is not known), is closed instead of going back to the pool, and the pool
+    /// turns suspect for [`SUSPECT_FOR`]: the other connections of an outage are verified
+    /// before they are handed out again.
+    pub fn release(&self, mut conn: DbConn, failed: bool, late: bool) {
+        if failed || late {
+            discard(&mut conn);
+            *self.suspect_until.lock().unwrap_or_else(|p| p.into_inner()) =
+                Some(Instant::now() + SUSPECT_FOR);
+        }
+    }
+
+    /// Whether checkouts verify connections first.
+    fn is_suspect(&self) -> bool {
+        let mut until = self.suspect_until.lock().unwrap_or_else(|p| p.into_inner());
+        match *until {
+            Some(at) if at > Instant::now() => true,
+            Some(_) => {
+                *until = None;
+                false
+            }
+            None => false,
+        }
     }
 
     /// Puts a connection's lock wait back to the configured timeout (after
@@ -281,11 +328,60 @@ impl Database {
         applied.map_err(|e| StoreError::Internal(format!("migration failed: {e}")))
     }
 
-    /// Whether a trivial query succeeds now (for `/readyz`).
-    pub fn ping(&self) -> Result<(), StoreError> {
-        let conn = &mut self.conn()?;
+    /// Whether a trivial query succeeds on `conn` (for `/readyz`).
+    pub fn ping(conn: &mut DbConn) -> Result<(), StoreError> {
         db_run!(conn => conn.batch_execute("SELECT 1")).map_err(StoreError::from)
     }
+}
+
+/// Whether `conn` answers a trivial statement.
+fn verify(conn: &mut DbConn) -> bool {
+    db_run!(conn => conn.batch_execute("SELECT 1")).is_ok()
+}
+
+/// Marks `conn` broken, so the pool closes it when it is dropped instead of handing it out
+/// again (r2d2 asks diesel whether a connection is broken; a transaction manager in error
+/// says it is).
+pub fn discard(conn: &mut DbConn) {
+    use diesel::connection::{AnsiTransactionManager, TransactionManager};
+    match conn {
+        DbConn::Sqlite(c) => {
+            <AnsiTransactionManager as TransactionManager<SqliteConnection>>::transaction_manager_status_mut(
+                c,
+            )
+            .set_in_error()
+        }
+        DbConn::Postgres(c) => {
+            <AnsiTransactionManager as TransactionManager<PgConnection>>::transaction_manager_status_mut(c)
+                .set_in_error()
+        }
+    }
+}
+
+/// `url` with libpq's network timeouts added, so that a silent network (packets dropped,
+/// no reset) cannot hold a connection's thread without bound, whatever the URL says
+/// (settings the URL already names are kept): `connect_timeout` (at least libpq's minimum,
+/// 2 s), keepalives after 5 s idle every 2 s (dead after 3 unanswered), and
+/// `tcp_user_timeout` (data unacknowledged that long closes the connection) at the request
+/// budget plus 1 s. A request still answers at its deadline without them (the server keeps
+/// it); these free the thread and the connection behind it.
+pub fn with_network_timeouts(url: &str, timeout: Duration) -> String {
+    let settings = [
+        ("connect_timeout", timeout.as_secs().max(2).to_string()),
+        ("keepalives", "1".to_owned()),
+        ("keepalives_idle", "5".to_owned()),
+        ("keepalives_interval", "2".to_owned()),
+        ("keepalives_count", "3".to_owned()),
+        ("tcp_user_timeout", (timeout.as_millis() + 1000).to_string()),
+    ];
+    let query = url.split_once('?').map_or("", |(_, q)| q);
+    let named = |name: &str| query.split('&').any(|pair| pair.split('=').next() == Some(name));
+    let mut out = url.to_owned();
+    for (name, value) in settings.iter().filter(|(name, _)| !named(name)) {
+        out.push(if out.contains('?') { '&' } else { '?' });
+        out.push_str(&format!("{name}={value}"));
+    }
+    out
 }
 
 /// How far a request's lock wait may overrun its budget before the connection's lock wait
