@@ -137,14 +137,18 @@ impl CustomizeConnection<SqliteConnection, diesel::r2d2::Error> for SqlitePragma
 
 #[derive(Debug)]
 struct PostgresTimeouts {
-    lock_timeout: Duration,
+    timeout: Duration,
 }
 
 impl CustomizeConnection<PgConnection, diesel::r2d2::Error> for PostgresTimeouts {
     fn on_acquire(&self, conn: &mut PgConnection) -> Result<(), diesel::r2d2::Error> {
         // A row lock held elsewhere must not make a request wait without bound: after the
-        // timeout the statement fails and the request answers 503, like SQLite's busy_timeout.
-        conn.batch_execute(&format!("SET lock_timeout = {}", self.lock_timeout.as_millis()))
+        // timeout the statement fails and the request answers 503, like SQLite's
+        // busy_timeout. Nor may a statement that runs long (a slow server, a plan gone
+        // wrong) hold its connection and its locks past any request's budget: a reachable
+        // server cancels it, and the request answers 503 too.
+        let millis = self.timeout.as_millis();
+        conn.batch_execute(&format!("SET lock_timeout = {millis}; SET statement_timeout = {millis}"))
             .map_err(diesel::r2d2::Error::QueryError)
     }
 }
@@ -209,7 +213,7 @@ impl Database {
                     .max_size(config.pool_size.max(1))
                     .connection_timeout(config.timeout)
                     .test_on_check_out(false)
-                    .connection_customizer(Box::new(PostgresTimeouts { lock_timeout: config.timeout }))
+                    .connection_customizer(Box::new(PostgresTimeouts { timeout: config.timeout }))
                     .build_unchecked(ConnectionManager::new(config.url.clone()));
                 Pools::Postgres(pool)
             }
@@ -229,7 +233,7 @@ impl Database {
     }
 
     /// The configured timeout: the longest a connection checkout, and a statement's wait
-    /// for a lock, may take.
+    /// for a lock, may take (and, on PostgreSQL, any statement of a pooled connection).
     pub fn timeout(&self) -> Duration {
         self.timeout
     }
@@ -276,7 +280,14 @@ impl Database {
         let mut conn = self.conn()?;
         let applied = match &mut conn {
             DbConn::Sqlite(c) => c.run_pending_migrations(SQLITE_MIGRATIONS).map(versions),
-            DbConn::Postgres(c) => c.run_pending_migrations(POSTGRES_MIGRATIONS).map(versions),
+            DbConn::Postgres(c) => {
+                // A migration may rewrite a large table: requests' statement timeout is not
+                // its bound. The connection goes back to the pool with the timeout restored.
+                c.batch_execute("SET statement_timeout = 0")?;
+                let applied = c.run_pending_migrations(POSTGRES_MIGRATIONS).map(versions);
+                c.batch_execute(&format!("SET statement_timeout = {}", self.timeout.as_millis()))?;
+                applied
+            }
         };
         applied.map_err(|e| StoreError::Internal(format!("migration failed: {e}")))
     }
