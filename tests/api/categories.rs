@@ -223,7 +223,8 @@ fn concurrent_patches_of_different_categories_never_both_take_one_code() {
             if current == 409 {
                 continue; // this one won the round and is already one further
             }
-            let ops = json!({"expectedRevision": revision, "ops": [{"productTypeId": "21", "itemColumnId": "8", "isActive": true}]});
+            let own_type = if category == "3" { "21" } else { "23" };
+            let ops = json!({"expectedRevision": revision, "ops": [{"productTypeId": own_type, "itemColumnId": "8", "isActive": true}]});
             assert_eq!(app.send_json("PATCH", &path, &ops).status, 200);
         }
     }
@@ -314,6 +315,71 @@ fn a_product_type_named_twice_ends_as_its_last_op_says_and_frees_its_first_code(
     assert_eq!(codes(&app)[2..4], ["product type 21=Y", "product type 22=X"]);
     assert_eq!(activations(&app, 21), [(8, true), (9, true)]);
     assert_eq!(activations(&app, 22), [(8, true), (9, false)], "the last op on (22, 9) wins");
+}
+
+#[test]
+fn a_product_type_of_another_category_is_an_unknown_reference() {
+    // Arrange: product type 23 belongs to category 4, not to the path's category 3.
+    let app = spawn_app();
+    let foreign = json!({
+        "expectedRevision": 7,
+        "ops": [{"productTypeId": "23", "itemColumnId": "8", "isActive": false}],
+        "productTypeCodeOps": [{"productTypeId": "23", "code": "DESK-SIT"}]
+    });
+
+    // Act
+    let response = patch(&app, foreign);
+
+    // Assert
+    assert_eq!(response.status, 422);
+    assert_eq!(
+        response.problem_errors(),
+        [
+            ("body".into(), "/ops/0/productTypeId".into(), "unknown_reference".into()),
+            ("body".into(), "/productTypeCodeOps/0/productTypeId".into(), "unknown_reference".into()),
+        ]
+    );
+    assert_eq!(activations(&app, 23), [(9, true)], "nothing changed");
+    assert_eq!(codes(&app), DEMO_CODES);
+}
+
+#[test]
+fn a_category_code_op_may_name_another_category_whose_revision_then_rises_by_one() {
+    // Arrange: a patch of category 3 sets category 4's code twice, and its own once.
+    let app = spawn_app();
+    let body = json!({
+        "expectedRevision": 7,
+        "categoryCodeOps": [
+            {"categoryId": "4", "code": "TABLES"},
+            {"categoryId": "4", "code": "WORK"},
+            {"categoryId": "3", "code": "CHAIRS"}
+        ]
+    });
+
+    // Act
+    let response = patch(&app, body);
+
+    // Assert: each category's revision rose by exactly 1.
+    assert_eq!(response.json(), json!({"revision": 8}));
+    assert_eq!((revision_of(&app, "3"), revision_of(&app, "4")), (8, 3));
+    assert_eq!(codes(&app)[..2], ["category 3=CHAIRS", "category 4=WORK"]);
+}
+
+#[test]
+fn another_category_whose_code_ends_unchanged_keeps_its_revision() {
+    // Arrange: category 4 is named, but ends with the code it had.
+    let app = spawn_app();
+    let body = json!({
+        "expectedRevision": 7,
+        "categoryCodeOps": [{"categoryId": "4", "code": "TEMP"}, {"categoryId": "4", "code": "DESK"}]
+    });
+
+    // Act
+    let response = patch(&app, body);
+
+    // Assert: the path category's revision rises, as for every accepted non-empty patch.
+    assert_eq!(response.json(), json!({"revision": 8}));
+    assert_eq!((revision_of(&app, "3"), revision_of(&app, "4")), (8, 2));
 }
 
 /// The largest patch of product-type code ops a 1 MiB body holds, about.

@@ -1,16 +1,19 @@
 //! Category settings (operation 4.7).
 //!
 //! A patch holds three lists applied in order in one transaction: item-column activations
-//! for product types (`ops`), product-type codes, category codes. An accepted, non-empty
-//! patch raises the path category's `revision` by exactly 1; an empty patch only checks
-//! the revision. Codes are unique across the workspace's product types and categories;
-//! patches of one workspace are serialised by a lock on the workspace, so two concurrent
-//! patches can never both take the same code.
+//! for product types (`ops`), product-type codes, category codes. `ops` and product-type
+//! codes name product types of the path category only; category codes may name any
+//! category of the workspace. An accepted, non-empty patch raises the path category's
+//! `revision` by exactly 1, and the revision of every other category whose code it changes
+//! by 1; an empty patch only checks the revision. Codes are unique across the workspace's
+//! product types and categories; patches of one workspace are serialised by a lock on the
+//! workspace, so two concurrent patches can never both take the same code.
 //!
 //! A patch may hold tens of thousands of ops (1 MiB of them). Each op as its own statements
 //! made the cost superlinear on PostgreSQL (every update of the same row lengthens its
 //! version chain within the transaction) and held the workspace's lock for seconds. So the
-//! patch reads what it can touch once (the workspace's codes and activations), applies every op in order in memory, decides every rule there, and writes
+//! patch reads what it can touch once (the workspace's codes, the path category's
+//! activations), applies every op in order in memory, decides every rule there, and writes
 //! only the rows whose final value differs: its cost is linear in its ops plus the rows
 //! it reads, and a patch that breaks a rule writes nothing.
 
@@ -33,7 +36,8 @@ const UPSERT_CHUNK: usize = 1000;
 /// Applies `patch` to category `category` of `workspace_id`.
 ///
 /// Rules, in order: not found for a category outside the workspace; 422
-/// `unknown_reference` for every unknown product type, item column or category; 409 `code_taken` for the first code op (in order) whose code
+/// `unknown_reference` for every unknown item column or category and every product type
+/// not of the path category; 409 `code_taken` for the first code op (in order) whose code
 /// another product type or category holds at that point of the patch; `version_conflict`
 /// for a stale `expectedRevision`. Any of them writes nothing.
 pub fn patch_settings(
@@ -48,7 +52,7 @@ pub fn patch_settings(
     let type_codes = patch.product_type_code_ops.unwrap_or_default();
     let category_codes = patch.category_code_ops.unwrap_or_default();
     db_write!(conn => {
-        // Codes are unique across the workspace and a patch may touch any of its records:
+        // Codes are unique across the workspace and a patch may touch any of its categories:
         // patches of one workspace run one at a time (PostgreSQL; SQLite is serial anyway),
         // which also keeps their row updates from deadlocking.
         conn.lock_workspace(workspace_id)?;
@@ -61,13 +65,19 @@ pub fn patch_settings(
             .find(|(id, _, _)| *id == category_id)
             .map(|(_, _, revision)| *revision)
             .ok_or_else(not_found)?;
+        let has_code_ops = !type_codes.is_empty() || !category_codes.is_empty();
         let mut workspace_types: Vec<(i64, i64, Option<String>)> = Vec::new();
-        if !(ops.is_empty() && type_codes.is_empty() && category_codes.is_empty()) {
-            // An empty patch (a revision check) needs none.
-            workspace_types = product_types::table
+        if has_code_ops || !ops.is_empty() {
+            // Code ops need every holder of a code in the workspace; `ops` only the
+            // category's own product types; an empty patch (a revision check) none.
+            let mut types = product_types::table
                 .filter(product_types::workspace_id.eq(workspace_id))
                 .select((product_types::id, product_types::category_id, product_types::code))
-                .load(conn)?;
+                .into_boxed();
+            if !has_code_ops {
+                types = types.filter(product_types::category_id.eq(category_id));
+            }
+            workspace_types = types.load(conn)?;
         }
         let mut columns = HashSet::new();
         let mut activations = Vec::new();
@@ -80,7 +90,7 @@ pub fn patch_settings(
                 .collect();
             activations = product_type_columns::table
                 .filter(product_type_columns::product_type_id.eq_any(
-                    product_types::table.filter(product_types::workspace_id.eq(workspace_id)).select(product_types::id),
+                    product_types::table.filter(product_types::category_id.eq(category_id)).select(product_types::id),
                 ))
                 .select((
                     product_type_columns::product_type_id,
@@ -90,6 +100,7 @@ pub fn patch_settings(
                 .load::<(i64, i64, bool)>(conn)?;
         }
         let settings = Settings {
+            category_id,
             categories: workspace_categories,
             product_types: workspace_types,
             columns,
@@ -137,9 +148,17 @@ pub fn patch_settings(
                 .execute(conn)?;
         }
         for (id, code) in &changes.category_codes {
-            diesel::update(categories::table.filter(categories::id.eq(id)))
-                .set(categories::code.eq(code))
-                .execute(conn)?;
+            if *id == category_id {
+                diesel::update(categories::table.filter(categories::id.eq(id)))
+                    .set(categories::code.eq(code))
+                    .execute(conn)?;
+            } else {
+                // Another category's settings changed: a client holding its revision must
+                // learn of it.
+                diesel::update(categories::table.filter(categories::id.eq(id)))
+                    .set((categories::code.eq(code), categories::revision.eq(categories::revision + 1)))
+                    .execute(conn)?;
+            }
         }
         let bumped = diesel::update(categories::table.filter(categories::id.eq(category_id)))
             .set(categories::revision.eq(categories::revision + 1))
@@ -150,9 +169,12 @@ pub fn patch_settings(
 }
 
 /// What a patch may touch, as read at its start: the workspace's categories (id, code,
-/// revision) and product types (id, category, code), and, when the patch has `ops`, the
-/// workspace's item columns and activations (product type, column, active).
+/// revision); the product types (id, category, code) it may need: every one of the
+/// workspace when it has code ops, else the path category's; and, when it has `ops`, the
+/// workspace's item columns and the path category's activations (product type, column,
+/// active).
 struct Settings {
+    category_id: i64,
     categories: Vec<(i64, Option<String>, i64)>,
     product_types: Vec<(i64, i64, Option<String>)>,
     columns: HashSet<i64>,
@@ -239,7 +261,12 @@ impl Settings {
         type_codes: &[wpds_contract::types::ProductTypeCodeOp],
         category_codes: &[wpds_contract::types::CategoryCodeOp],
     ) -> Result<Changes, StoreError> {
-        let own_types: HashSet<i64> = self.product_types.iter().map(|(id, _, _)| *id).collect();
+        let own_types: HashSet<i64> = self
+            .product_types
+            .iter()
+            .filter(|(_, category, _)| *category == self.category_id)
+            .map(|(id, _, _)| *id)
+            .collect();
         let workspace_categories: HashSet<i64> = self.categories.iter().map(|(id, _, _)| *id).collect();
         let mut unknown = Vec::new();
         // `what` is (record, scope), for the message.
@@ -256,7 +283,7 @@ impl Settings {
                 }
                 id
             };
-        let type_where = ("product type", "workspace");
+        let type_where = ("product type", "category");
         let mut activations: HashMap<(i64, i64), bool> = HashMap::new();
         for (i, op) in ops.iter().enumerate() {
             let t = known(&op.product_type_id, &own_types, format!("/ops/{i}/productTypeId"), type_where);
