@@ -20,7 +20,8 @@ fn a_statement_running_past_the_database_timeout_is_cancelled_as_unavailable() {
         return;
     };
     let timeout = Duration::from_millis(300);
-    let db = Database::connect(&DbConfig { url, pool_size: 1, timeout }).expect("PostgreSQL is reachable");
+    let config = DbConfig { url, pool_size: 1, timeout, sqlite_synchronous: Default::default() };
+    let db = Database::connect(&config).expect("PostgreSQL is reachable");
     let DbConn::Postgres(mut conn) = db.conn().expect("a connection") else {
         unreachable!("a PostgreSQL URL")
     };
