@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 use wpds_storage::auth::TokenLifetimes;
-use wpds_storage::{DbConfig, Engine};
+use wpds_storage::{DbConfig, Engine, SqliteSynchronous};
 
 /// How to reach the database (every command that touches it takes these).
 #[derive(Debug, Clone, clap::Args)]
@@ -22,6 +22,30 @@ pub struct DatabaseArgs {
     /// before answering 503; the default keeps a 503 within 2 s.
     #[arg(long, env = "WPDS_DB_TIMEOUT_MS", default_value_t = 1500)]
     pub db_timeout_ms: u64,
+
+    /// How SQLite commits: `full` syncs every commit to disk, so an acknowledged write
+    /// survives an OS crash or power loss; `normal` syncs only at checkpoints, so those can
+    /// roll back the last acknowledged writes (a process crash loses nothing either way).
+    #[arg(long, env = "WPDS_SQLITE_SYNCHRONOUS", value_enum, default_value_t = Synchronous::Full)]
+    pub sqlite_synchronous: Synchronous,
+}
+
+/// The values of `WPDS_SQLITE_SYNCHRONOUS`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Synchronous {
+    /// Every commit is synced to disk before it is acknowledged.
+    Full,
+    /// The WAL is synced at checkpoints only.
+    Normal,
+}
+
+impl From<Synchronous> for SqliteSynchronous {
+    fn from(value: Synchronous) -> Self {
+        match value {
+            Synchronous::Full => SqliteSynchronous::Full,
+            Synchronous::Normal => SqliteSynchronous::Normal,
+        }
+    }
 }
 
 impl DatabaseArgs {
@@ -31,6 +55,7 @@ impl DatabaseArgs {
             url: self.database_url.clone(),
             pool_size: self.db_pool_size,
             timeout: Duration::from_millis(self.db_timeout_ms),
+            sqlite_synchronous: self.sqlite_synchronous.into(),
         };
         if config.pool_size == 0 {
             config.pool_size = match config.engine() {
@@ -129,6 +154,7 @@ impl ServeConfig {
                 database_url: database_url.to_owned(),
                 db_pool_size: 0,
                 db_timeout_ms: 1500,
+                sqlite_synchronous: Synchronous::Full,
             },
             tokens: TokenArgs { access_token_ttl: 900, refresh_token_ttl: 2_592_000 },
             log: "info".to_owned(),
@@ -150,5 +176,30 @@ impl ServeConfig {
     /// The graceful-shutdown grace period.
     pub fn shutdown_grace(&self) -> Duration {
         Duration::from_secs(self.shutdown_timeout)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    /// The database settings as a command line of their own.
+    #[derive(Debug, Parser)]
+    struct Command {
+        #[command(flatten)]
+        database: DatabaseArgs,
+    }
+
+    #[test]
+    fn sqlite_commits_are_full_unless_normal_is_asked_for() {
+        let parse = |args: &[&str]| {
+            Command::try_parse_from(std::iter::once("wpds").chain(args.iter().copied()))
+                .map(|c| c.database.db_config().sqlite_synchronous)
+        };
+        assert_eq!(parse(&[]).unwrap(), SqliteSynchronous::Full);
+        assert_eq!(parse(&["--sqlite-synchronous", "normal"]).unwrap(), SqliteSynchronous::Normal);
+        assert_eq!(parse(&["--sqlite-synchronous", "full"]).unwrap(), SqliteSynchronous::Full);
+        assert!(parse(&["--sqlite-synchronous", "off"]).is_err(), "OFF is not offered");
     }
 }

@@ -91,10 +91,20 @@ try {
   const page = context.pages()[0] || (await context.newPage());
   const pageErrors = [];
   page.on('pageerror', (error) => pageErrors.push(String(error)));
+  // The page runs under the server's Content-Security-Policy: anything it blocks is a
+  // failure (Chromium reports each refusal on the console).
+  const policyViolations = [];
+  page.on('console', (message) => {
+    if (/Content Security Policy/i.test(message.text())) policyViolations.push(message.text());
+  });
 
   // 1. The page loads and renders the document.
   const response = await page.goto(`${baseUrl}/docs/`, { waitUntil: 'load' });
   if (!response || response.status() !== 200) throw new Error(`GET /docs/ answered ${response?.status()}`);
+  const policy = (await response.allHeaders())['content-security-policy'] || '';
+  if (!policy.includes("frame-ancestors 'none'") || !policy.includes("script-src 'self'")) {
+    fail(`/docs/ is served without its Content-Security-Policy: "${policy}"`);
+  }
   await page.locator('.swagger-ui .information-container .title').first().waitFor();
   await page.locator('.swagger-ui .opblock').first().waitFor();
   const title = (await page.locator('.swagger-ui .information-container .title').first().innerText()).split('\n')[0];
@@ -193,6 +203,10 @@ try {
     clip: { x: from.x, y: from.y + scrollY, width: from.width, height: to.y + to.height - from.y + 8 },
   });
   if (pageErrors.length) fail(`JavaScript errors on the page: ${pageErrors.join(' | ')}`);
+  if (policyViolations.length) fail(`the Content-Security-Policy blocked: ${policyViolations.join(' | ')}`);
+  // The pasted token lives in memory only, never in the browser's storage.
+  const stored = await page.evaluate(() => JSON.stringify({ ...window.localStorage, ...window.sessionStorage }));
+  if (stored.includes(token)) fail('Swagger UI kept the pasted token in browser storage');
 
   if (blocked.length) {
     fail(`${blocked.length} non-loopback request(s) blocked; the vendored UI must need none:\n    ${blocked.join('\n    ')}`);

@@ -77,8 +77,13 @@ pub fn spawn_app() -> TestApp {
 pub fn spawn_app_with(options: Options) -> TestApp {
     let database = TestDatabase::fresh();
     let url = database.url.clone();
-    let db = Database::open(&DbConfig { url: url.clone(), pool_size: 4, timeout: options.db_timeout })
-        .expect("the test database opens");
+    let db = Database::open(&DbConfig {
+        url: url.clone(),
+        pool_size: 4,
+        timeout: options.db_timeout,
+        sqlite_synchronous: Default::default(),
+    })
+    .expect("the test database opens");
     wpds_storage::seed::load(&mut db.conn().expect("a connection"), FIXTURE).expect("the demo fixture loads");
     let db = Arc::new(db);
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind a random port");

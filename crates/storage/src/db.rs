@@ -1,7 +1,8 @@
 //! The database: engine chosen from the URL, an r2d2 pool, embedded migrations.
 //!
 //! `sqlite://PATH` (or a bare path) opens the embedded SQLite engine: bundled, WAL,
-//! `busy_timeout` set before `journal_mode`, foreign keys on, `synchronous = NORMAL`.
+//! `busy_timeout` set before `journal_mode`, foreign keys on, `synchronous = FULL` unless
+//! configured `NORMAL` ([`SqliteSynchronous`]).
 //! `postgres://…` (or `postgresql://…`) opens PostgreSQL. Before the pool is built one
 //! connection is made directly, so a bad URL or an unreachable server is reported with
 //! its real cause at once instead of after r2d2's retries.
@@ -42,6 +43,32 @@ pub struct DbConfig {
     /// How long a request waits for a connection (and a new connection for the server)
     /// before the database counts as unavailable.
     pub timeout: Duration,
+    /// How SQLite commits (ignored on PostgreSQL).
+    pub sqlite_synchronous: SqliteSynchronous,
+}
+
+/// SQLite's `synchronous` setting: what a commit waits for before it counts as done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SqliteSynchronous {
+    /// `FULL` (2): every commit is synced to disk (one fsync of the WAL per commit, so per
+    /// batch of the [`Writer`]) before it is acknowledged: an acknowledged write survives
+    /// an operating-system crash or a power loss.
+    #[default]
+    Full,
+    /// `NORMAL` (1): the WAL is synced only at checkpoints. A process crash loses nothing,
+    /// but an operating-system crash or a power loss can roll back the last acknowledged
+    /// writes (never corrupting the database).
+    Normal,
+}
+
+impl SqliteSynchronous {
+    /// The pragma's value.
+    fn pragma(self) -> &'static str {
+        match self {
+            SqliteSynchronous::Full => "FULL",
+            SqliteSynchronous::Normal => "NORMAL",
+        }
+    }
 }
 
 impl DbConfig {
@@ -134,24 +161,30 @@ macro_rules! db_write {
 #[derive(Debug)]
 struct SqlitePragmas {
     busy_timeout: Duration,
+    synchronous: SqliteSynchronous,
 }
 
 impl CustomizeConnection<SqliteConnection, diesel::r2d2::Error> for SqlitePragmas {
     fn on_acquire(&self, conn: &mut SqliteConnection) -> Result<(), diesel::r2d2::Error> {
-        apply_sqlite_pragmas(conn, self.busy_timeout).map_err(diesel::r2d2::Error::QueryError)
+        apply_sqlite_pragmas(conn, self.busy_timeout, self.synchronous)
+            .map_err(diesel::r2d2::Error::QueryError)
     }
 }
 
 #[derive(Debug)]
 struct PostgresTimeouts {
-    lock_timeout: Duration,
+    timeout: Duration,
 }
 
 impl CustomizeConnection<PgConnection, diesel::r2d2::Error> for PostgresTimeouts {
     fn on_acquire(&self, conn: &mut PgConnection) -> Result<(), diesel::r2d2::Error> {
         // A row lock held elsewhere must not make a request wait without bound: after the
-        // timeout the statement fails and the request answers 503, like SQLite's busy_timeout.
-        conn.batch_execute(&format!("SET lock_timeout = {}", self.lock_timeout.as_millis()))
+        // timeout the statement fails and the request answers 503, like SQLite's
+        // busy_timeout. Nor may a statement that runs long (a slow server, a plan gone
+        // wrong) hold its connection and its locks past any request's budget: a reachable
+        // server cancels it, and the request answers 503 too.
+        let millis = self.timeout.as_millis();
+        conn.batch_execute(&format!("SET lock_timeout = {millis}; SET statement_timeout = {millis}"))
             .map_err(diesel::r2d2::Error::QueryError)
     }
 }
@@ -169,15 +202,24 @@ fn sqlite_pool(
         .min_idle(min_idle)
         .connection_timeout(config.timeout)
         .test_on_check_out(false)
-        .connection_customizer(Box::new(SqlitePragmas { busy_timeout: config.timeout }))
+        .connection_customizer(Box::new(SqlitePragmas {
+            busy_timeout: config.timeout,
+            synchronous: config.sqlite_synchronous,
+        }))
         .build_unchecked(ConnectionManager::new(path))
 }
 
-/// `busy_timeout` first: switching to WAL itself needs the lock.
-fn apply_sqlite_pragmas(conn: &mut SqliteConnection, busy: Duration) -> diesel::QueryResult<()> {
+/// `busy_timeout` first: switching to WAL itself needs the lock. `synchronous` is a
+/// setting of the connection, not of the file: every connection gets it.
+fn apply_sqlite_pragmas(
+    conn: &mut SqliteConnection,
+    busy: Duration,
+    synchronous: SqliteSynchronous,
+) -> diesel::QueryResult<()> {
     conn.batch_execute(&format!(
-        "PRAGMA busy_timeout = {}; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;",
-        busy.as_millis()
+        "PRAGMA busy_timeout = {}; PRAGMA journal_mode = WAL; PRAGMA synchronous = {}; PRAGMA foreign_keys = ON;",
+        busy.as_millis(),
+        synchronous.pragma()
     ))
 }
 
@@ -200,7 +242,7 @@ impl Database {
                 let mut probe = SqliteConnection::establish(path).map_err(|e| {
                     StoreError::Unavailable(format!("cannot open SQLite database {path}: {e}"))
                 })?;
-                apply_sqlite_pragmas(&mut probe, config.timeout).map_err(|e| {
+                apply_sqlite_pragmas(&mut probe, config.timeout, config.sqlite_synchronous).map_err(|e| {
                     StoreError::Unavailable(format!("cannot configure SQLite database {path}: {e}"))
                 })?;
                 // The writer's one connection is opened on the first write, never in the
@@ -217,7 +259,7 @@ impl Database {
                     .max_size(config.pool_size.max(1))
                     .connection_timeout(config.timeout)
                     .test_on_check_out(false)
-                    .connection_customizer(Box::new(PostgresTimeouts { lock_timeout: config.timeout }))
+                    .connection_customizer(Box::new(PostgresTimeouts { timeout: config.timeout }))
                     .build_unchecked(ConnectionManager::new(url));
                 Pools::Postgres(pool)
             }
@@ -237,7 +279,7 @@ impl Database {
     }
 
     /// The configured timeout: the longest a connection checkout, and a statement's wait
-    /// for a lock, may take.
+    /// for a lock, may take (and, on PostgreSQL, any statement of a pooled connection).
     pub fn timeout(&self) -> Duration {
         self.timeout
     }
@@ -323,7 +365,14 @@ impl Database {
         let mut conn = self.conn()?;
         let applied = match &mut conn {
             DbConn::Sqlite(c) => c.run_pending_migrations(SQLITE_MIGRATIONS).map(versions),
-            DbConn::Postgres(c) => c.run_pending_migrations(POSTGRES_MIGRATIONS).map(versions),
+            DbConn::Postgres(c) => {
+                // A migration may rewrite a large table: requests' statement timeout is not
+                // its bound. The connection goes back to the pool with the timeout restored.
+                c.batch_execute("SET statement_timeout = 0")?;
+                let applied = c.run_pending_migrations(POSTGRES_MIGRATIONS).map(versions);
+                c.batch_execute(&format!("SET statement_timeout = {}", self.timeout.as_millis()))?;
+                applied
+            }
         };
         applied.map_err(|e| StoreError::Internal(format!("migration failed: {e}")))
     }

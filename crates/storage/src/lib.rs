@@ -40,5 +40,5 @@ pub mod time_log;
 pub mod workspaces;
 pub mod writer;
 
-pub use db::{Database, DbConfig, DbConn, Engine};
+pub use db::{Database, DbConfig, DbConn, Engine, SqliteSynchronous};
 pub use error::StoreError;

@@ -71,7 +71,7 @@ impl Drop for Cleanup {
 }
 
 fn config(url: String) -> DbConfig {
-    DbConfig { url, pool_size: 2, timeout: Duration::from_secs(5) }
+    DbConfig { url, pool_size: 2, timeout: Duration::from_secs(5), sqlite_synchronous: Default::default() }
 }
 
 fn sqlite() -> TestDb {

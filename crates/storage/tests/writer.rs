@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use wpds_storage::writer::Writer;
-use wpds_storage::{Database, DbConfig, DbConn, StoreError, db_run, db_write};
+use wpds_storage::{Database, DbConfig, DbConn, SqliteSynchronous, StoreError, db_run, db_write};
 
 /// A SQLite file (and its WAL) that disappears with the test, with a `scratch` table.
 struct Scratch {
@@ -29,11 +29,16 @@ impl Drop for Scratch {
 
 impl Scratch {
     fn new() -> Self {
+        Self::with(SqliteSynchronous::default())
+    }
+
+    fn with(sqlite_synchronous: SqliteSynchronous) -> Self {
         let path = std::env::temp_dir().join(format!("wpds-writer-test-{:016x}.db", rand::random::<u64>()));
         let config = DbConfig {
             url: format!("sqlite://{}", path.display()),
             pool_size: 2,
             timeout: Duration::from_millis(1500),
+            sqlite_synchronous,
         };
         let db = Database::open(&config).expect("open SQLite");
         let conn = &mut db.conn().expect("a connection");
@@ -67,6 +72,17 @@ struct Name {
 struct Count {
     #[diesel(sql_type = BigInt)]
     n: i64,
+}
+
+#[derive(QueryableByName)]
+struct Synchronous {
+    #[diesel(sql_type = BigInt)]
+    synchronous: i64,
+}
+
+/// `PRAGMA synchronous` of the connection `conn`.
+fn synchronous(conn: &mut DbConn) -> Result<i64, StoreError> {
+    Ok(db_run!(conn => diesel::sql_query("PRAGMA synchronous").get_result::<Synchronous>(conn))?.synchronous)
 }
 
 fn names(conn: &mut SqliteConnection) -> Vec<String> {
@@ -234,4 +250,19 @@ fn a_lock_held_elsewhere_makes_a_write_unavailable_within_its_budget_and_then_pa
     assert!(waited >= Duration::from_millis(150) && waited < Duration::from_millis(700), "waited {waited:?}");
     assert_eq!(passed, Ok(()));
     assert_eq!(scratch.committed(), ["y"]);
+}
+
+#[test]
+fn the_writer_commits_with_synchronous_full_by_default_and_normal_when_configured() {
+    for (setting, expected) in [(SqliteSynchronous::default(), 2), (SqliteSynchronous::Normal, 1)] {
+        // Arrange
+        let scratch = Scratch::with(setting);
+
+        // Act: what the writer's own connection says, and a pooled one's.
+        let writer = block_on(scratch.writer().submit(soon(), synchronous));
+        let pooled = synchronous(&mut scratch.db.conn().expect("a connection"));
+
+        // Assert: 2 is FULL, 1 NORMAL.
+        assert_eq!((writer, pooled), (Ok(expected), Ok(expected)), "{setting:?}");
+    }
 }

@@ -86,9 +86,13 @@ fn main() {
             fail(&format!("page {page} is the last one"));
         }
     }
-    let db =
-        Database::connect(&DbConfig { url: url.clone(), pool_size: 1, timeout: Duration::from_secs(10) })
-            .unwrap_or_else(|e| fail(&e.to_string()));
+    let db = Database::connect(&DbConfig {
+        url: url.clone(),
+        pool_size: 1,
+        timeout: Duration::from_secs(10),
+        sqlite_synchronous: Default::default(),
+    })
+    .unwrap_or_else(|e| fail(&e.to_string()));
     let conn = &mut db.conn().unwrap_or_else(|e| fail(&e.to_string()));
     let query = server_secrets::table.find(CURSOR_SECRET).select(server_secrets::value);
     let stored: String = match conn {

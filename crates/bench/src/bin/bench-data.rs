@@ -50,7 +50,12 @@ fn main() {
     let args = Args::parse();
     let url = args.text("database-url");
     let started = Instant::now();
-    let config = DbConfig { url: url.clone(), pool_size: 1, timeout: Duration::from_secs(30) };
+    let config = DbConfig {
+        url: url.clone(),
+        pool_size: 1,
+        timeout: Duration::from_secs(30),
+        sqlite_synchronous: Default::default(),
+    };
     let db = Database::open(&config).unwrap_or_else(|e| fail(&format!("cannot open {url}: {e}")));
     let conn = &mut db.conn().unwrap_or_else(|e| fail(&e.to_string()));
     if args.number("reset-cells", 0) != 0 {

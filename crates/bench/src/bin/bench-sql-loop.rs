@@ -2,7 +2,9 @@
 //!
 //! `bench-sql-loop --database-url URL --users N --dates D --threads T --seconds S` opens
 //! `T` connections directly (no pool; SQLite gets the server's pragmas: WAL,
-//! `synchronous = NORMAL`, `busy_timeout`, foreign keys; PostgreSQL its `lock_timeout`).
+//! `busy_timeout`, foreign keys, and `synchronous = NORMAL`, the server's with
+//! `WPDS_SQLITE_SYNCHRONOUS=normal`, its default before it became `full`; PostgreSQL its
+//! `lock_timeout`).
 //! Thread `t` owns the cells of users `u` with `(u - 1) % T == t` and updates them round
 //! robin with the very statement `crates/storage/src/time_log.rs` issues
 //! (`wpds_storage::time_log::CurrentWrite`: `UPDATE … WHERE workspace, user, project, date,
