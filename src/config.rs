@@ -116,9 +116,17 @@ pub struct ServeConfig {
     #[arg(long, env = "WPDS_SHUTDOWN_TIMEOUT", default_value_t = 30)]
     pub shutdown_timeout: u64,
 
-    /// Requests per minute each access token may make (429 beyond); 0 turns limiting off.
+    /// Requests per one-minute window each user may make (every token of the user counts
+    /// together), and each client address for refreshes and requests without a usable
+    /// token; 429 beyond. Counted in the database on PostgreSQL, so every instance shares
+    /// the limit. 0 turns limiting off.
     #[arg(long, env = "WPDS_RATE_LIMIT_PER_MINUTE", default_value_t = 0)]
     pub rate_limit_per_minute: u32,
+
+    /// Addresses of reverse proxies whose `X-Forwarded-For` names the client the rate limit
+    /// counts (comma-separated); from any other peer the header is ignored.
+    #[arg(long, env = "WPDS_TRUSTED_PROXIES", value_delimiter = ',')]
+    pub trusted_proxies: Vec<std::net::IpAddr>,
 
     /// Milliseconds a request body may take to arrive, from when the server starts reading
     /// it; past it the answer is 408 `request_timeout` and the connection closes.
@@ -161,6 +169,7 @@ impl ServeConfig {
             workers: 2,
             shutdown_timeout: 30,
             rate_limit_per_minute: 0,
+            trusted_proxies: Vec::new(),
             auth_cache_ttl_ms: 5000,
             body_timeout_ms: 10_000,
             body_memory_mib: 64,

@@ -145,10 +145,15 @@ fn serve(config: ServeConfig) -> Result<(), String> {
     if config.demo {
         demo(&db, &config.tokens, &address)?;
     }
+    let shared_counters = db.engine() == wpds_storage::Engine::Postgres;
     let state = AppState {
         db: Arc::new(db),
         lifetimes: config.tokens.lifetimes(),
-        limiter: Arc::new(RateLimiter::new(config.rate_limit_per_minute)),
+        limiter: Arc::new(RateLimiter::new(
+            config.rate_limit_per_minute,
+            shared_counters,
+            config.trusted_proxies.clone(),
+        )),
         auth_cache: Arc::new(AuthCache::new(config.auth_cache_ttl())),
     };
     actix_web::rt::System::new()

@@ -19,7 +19,7 @@ pub struct AppState {
     pub db: Arc<Database>,
     /// Access and refresh token lifetimes.
     pub lifetimes: TokenLifetimes,
-    /// The per-token rate limit.
+    /// The rate limits (per user, per client address).
     pub limiter: Arc<RateLimiter>,
     /// Recent answers of the 401 and 403 steps.
     pub auth_cache: Arc<AuthCache>,

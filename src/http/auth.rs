@@ -2,8 +2,9 @@
 //!
 //! Operations the document secures need `Authorization: Bearer <access token>` naming a
 //! known, unexpired, unrevoked token (401 `unauthenticated` otherwise, with
-//! `WWW-Authenticate`). Then the token's rate limit applies (429, see
-//! [`crate::http::rate_limit`]). Then `/admin/api/…` needs a platform administrator, and
+//! `WWW-Authenticate`). Then the user's rate limit applies (429, see
+//! [`crate::http::rate_limit`]); a request without a usable token, and every refresh,
+//! counts against its client address instead (so guessing tokens is limited too). Then `/admin/api/…` needs a platform administrator, and
 //! `/v1/workspaces/{workspaceId}/…` a member of that workspace (403 `forbidden`; a
 //! workspace that does not exist counts as "not a member").
 //!
@@ -13,32 +14,28 @@
 //! bearer value is taken as the caller's user id, with no lookup and no membership check.
 
 use crate::error::ApiError;
+use crate::http::rate_limit::{Count, Subject};
 use crate::operations::Operation;
 use crate::state::AppState;
-use actix_web::HttpRequest;
 use actix_web::http::header::AUTHORIZATION;
+use actix_web::{HttpMessage, HttpRequest};
 use wpds_storage::auth::Caller;
 
 /// Authenticates and authorises `req` for `op`; `None` for an unsecured operation.
 #[cfg(not(feature = "bench-unchecked"))]
 pub async fn check(op: &Operation, req: &HttpRequest, state: &AppState) -> Result<Option<Caller>, ApiError> {
     if !op.secured {
+        limit_address(req, state).await?;
         return Ok(None);
     }
-    let token = bearer_token(req)?;
-    let caller = match state.auth_cache.caller(&token) {
-        Some(caller) => caller,
-        None => {
-            let lookup = token.clone();
-            let caller = state
-                .run(move |conn| wpds_storage::auth::authenticate(conn, &lookup))
-                .await?
-                .ok_or_else(|| unauthenticated("The access token is unknown, expired or revoked.", true))?;
-            state.auth_cache.remember_caller(&token, caller.clone());
-            caller
+    let caller = match authenticate(req, state).await {
+        Ok(caller) => caller,
+        Err(unauthenticated) => {
+            limit_address(req, state).await?;
+            return Err(unauthenticated);
         }
     };
-    state.limiter.take(&token).map_err(ApiError::RateLimited)?;
+    limit(req, state, Subject::User(caller.user_id)).await?;
     if op.path.starts_with("/admin/api/") {
         if !caller.is_platform_admin {
             return Err(ApiError::Forbidden("This operation is for platform administrators.".to_owned()));
@@ -51,6 +48,66 @@ pub async fn check(op: &Operation, req: &HttpRequest, state: &AppState) -> Resul
         }
     }
     Ok(Some(caller))
+}
+
+/// The caller the request's bearer token names, from the cache when it knows.
+#[cfg(not(feature = "bench-unchecked"))]
+async fn authenticate(req: &HttpRequest, state: &AppState) -> Result<Caller, ApiError> {
+    let token = bearer_token(req)?;
+    if let Some(caller) = state.auth_cache.caller(&token) {
+        return Ok(caller);
+    }
+    let lookup = token.clone();
+    let caller = state
+        .run(move |conn| wpds_storage::auth::authenticate(conn, &lookup))
+        .await?
+        .ok_or_else(|| unauthenticated("The access token is unknown, expired or revoked.", true))?;
+    state.auth_cache.remember_caller(&token, caller.clone());
+    Ok(caller)
+}
+
+/// Counts the request against its client address (refresh, and requests without a usable
+/// token).
+async fn limit_address(req: &HttpRequest, state: &AppState) -> Result<(), ApiError> {
+    match state.limiter.client_address(req) {
+        Some(address) => limit(req, state, Subject::Address(address)).await,
+        None => Ok(()),
+    }
+}
+
+/// Counts the request against `subject`: 429 beyond the limit. The standing goes into the
+/// request's extensions, for the answer's `RateLimit` fields. When the shared counters
+/// cannot be reached the request goes through, logged.
+async fn limit(req: &HttpRequest, state: &AppState, subject: Subject) -> Result<(), ApiError> {
+    let standing = match state.limiter.prepare(&subject) {
+        Count::Off => return Ok(()),
+        Count::Known(standing) => standing,
+        Count::Shared { key, window_start, sweep_before } => {
+            let counted = state
+                .run(move |conn| {
+                    if let Some(before) = sweep_before {
+                        wpds_storage::rate_limits::forget_before(conn, before)?;
+                    }
+                    wpds_storage::rate_limits::hit(conn, &key, window_start)
+                })
+                .await;
+            match counted {
+                Ok(hits) => state.limiter.standing(&subject, u64::try_from(hits).unwrap_or(0), window_start),
+                Err(e) => {
+                    log::warn!(
+                        "rate limiter: the shared counters cannot be reached ({e:?}); letting the request through"
+                    );
+                    return Ok(());
+                }
+            }
+        }
+    };
+    let exceeded = standing.exceeded().then_some(standing.reset);
+    req.extensions_mut().insert(standing);
+    match exceeded {
+        Some(reset) => Err(ApiError::RateLimited(reset)),
+        None => Ok(()),
+    }
 }
 
 /// Whether `user_id` belongs to `workspace_id`, from the cache when it knows.
@@ -67,8 +124,9 @@ async fn is_member(state: &AppState, workspace_id: i64, user_id: i64) -> Result<
 /// The `bench-unchecked` build: the bearer value is the caller's user id; nothing is
 /// looked up or checked beyond that.
 #[cfg(feature = "bench-unchecked")]
-pub async fn check(op: &Operation, req: &HttpRequest, _state: &AppState) -> Result<Option<Caller>, ApiError> {
+pub async fn check(op: &Operation, req: &HttpRequest, state: &AppState) -> Result<Option<Caller>, ApiError> {
     if !op.secured {
+        limit_address(req, state).await?;
         return Ok(None);
     }
     let user_id = bearer_token(req)?

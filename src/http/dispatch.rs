@@ -135,7 +135,7 @@ where
         AssertUnwindSafe(run(op, &req, payload, handler)).catch_unwind(),
     )
     .await;
-    match outcome {
+    let mut response = match outcome {
         Ok(Ok(response)) => response,
         Ok(Err(error)) => problem::respond(&req, error),
         Err(panic) => {
@@ -146,7 +146,16 @@ where
                 .unwrap_or_else(|| "unknown panic".to_owned());
             problem::respond(&req, ApiError::Internal(format!("{} panicked: {what}", op.id)))
         }
+    };
+    // The caller's rate-limit standing, on every answer of a limited operation.
+    if let Some(standing) = req.extensions().get::<crate::http::rate_limit::Standing>() {
+        for (name, value) in standing.headers() {
+            if let Ok(value) = actix_web::http::header::HeaderValue::from_str(&value) {
+                response.headers_mut().insert(name, value);
+            }
+        }
     }
+    response
 }
 
 async fn run<F, Fut, T>(

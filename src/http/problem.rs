@@ -82,7 +82,7 @@ pub fn respond(req: &HttpRequest, error: ApiError) -> HttpResponse {
         }
         ApiError::RateLimited(seconds) => {
             headers.push((RETRY_AFTER, seconds.to_string()));
-            Problem::of(code, format!("Too many requests for this token; retry after {seconds} s."))
+            Problem::of(code, format!("Too many requests; retry after {seconds} s."))
         }
         ApiError::Unavailable(seconds) => {
             headers.push((RETRY_AFTER, seconds.to_string()));

@@ -93,7 +93,11 @@ pub fn spawn_app_with(options: Options) -> TestApp {
     let state = AppState {
         db: Arc::clone(&db),
         lifetimes: TokenLifetimes::default(),
-        limiter: Arc::new(wpds::http::rate_limit::RateLimiter::new(options.rate_limit_per_minute)),
+        limiter: Arc::new(wpds::http::rate_limit::RateLimiter::new(
+            options.rate_limit_per_minute,
+            db.engine() == wpds_storage::Engine::Postgres,
+            Vec::new(),
+        )),
         auth_cache: Arc::new(wpds::http::auth_cache::AuthCache::new(config.auth_cache_ttl())),
     };
     let (ready, started) = std::sync::mpsc::channel();

@@ -19,5 +19,6 @@ mod harness;
 mod lost_updates;
 mod outage;
 mod proxy;
+mod rate_limits;
 mod revocation;
 mod shutdown;

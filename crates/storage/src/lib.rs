@@ -31,6 +31,7 @@ pub mod exports;
 pub mod ids;
 pub mod imports;
 pub mod locks;
+pub mod rate_limits;
 pub mod receipts;
 pub mod schema;
 pub mod seed;

@@ -369,3 +369,11 @@ diesel::table! {
         value -> Text,
     }
 }
+
+diesel::table! {
+    rate_limit_windows (key, window_start) {
+        key -> Text,
+        window_start -> BigInt,
+        hits -> BigInt,
+    }
+}
