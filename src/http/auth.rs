@@ -22,8 +22,15 @@ use actix_web::{HttpMessage, HttpRequest};
 use wpds_storage::auth::Caller;
 
 /// Authenticates and authorises `req` for `op`; `None` for an unsecured operation.
+/// `check_path` runs between the two, as the contract's precedence has it: 401 (and 429),
+/// then 400 for a path parameter that breaks its schema, then 403.
 #[cfg(not(feature = "bench-unchecked"))]
-pub async fn check(op: &Operation, req: &HttpRequest, state: &AppState) -> Result<Option<Caller>, ApiError> {
+pub async fn check(
+    op: &Operation,
+    req: &HttpRequest,
+    state: &AppState,
+    check_path: impl FnOnce() -> Result<(), ApiError>,
+) -> Result<Option<Caller>, ApiError> {
     if !op.secured {
         limit_address(req, state).await?;
         return Ok(None);
@@ -36,6 +43,7 @@ pub async fn check(op: &Operation, req: &HttpRequest, state: &AppState) -> Resul
         }
     };
     limit(req, state, Subject::User(caller.user_id)).await?;
+    check_path()?;
     if op.path.starts_with("/admin/api/") {
         if !caller.is_platform_admin {
             return Err(ApiError::Forbidden("This operation is for platform administrators.".to_owned()));
@@ -124,7 +132,12 @@ async fn is_member(state: &AppState, workspace_id: i64, user_id: i64) -> Result<
 /// The `bench-unchecked` build: the bearer value is the caller's user id; nothing is
 /// looked up or checked beyond that.
 #[cfg(feature = "bench-unchecked")]
-pub async fn check(op: &Operation, req: &HttpRequest, state: &AppState) -> Result<Option<Caller>, ApiError> {
+pub async fn check(
+    op: &Operation,
+    req: &HttpRequest,
+    state: &AppState,
+    _check_path: impl FnOnce() -> Result<(), ApiError>,
+) -> Result<Option<Caller>, ApiError> {
     if !op.secured {
         limit_address(req, state).await?;
         return Ok(None);

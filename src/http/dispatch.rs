@@ -2,7 +2,8 @@
 //!
 //! In the contract's order of precedence (unknown routes and methods are answered by the
 //! router before this runs):
-//! 1. 401 / 403 for operations the document secures (see [`crate::http::auth`]);
+//! 1. 401 (and 429), then 400 for a path parameter that breaks its schema, then 403, for
+//!    operations the document secures (see [`crate::http::auth`]);
 //! 2. 406 when `Accept` excludes JSON;
 //! 3. 413 for a body over [`BODY_LIMIT`], 415 for a body that is not JSON or comes with a
 //!    `Content-Encoding` other than `identity`; the body is read through [`BodyReader`]:
@@ -172,7 +173,12 @@ where
     let state = req
         .app_data::<Data<AppState>>()
         .ok_or_else(|| ApiError::Internal("the application state is not registered".to_owned()))?;
-    let caller = auth::check(op, req, state).await?;
+    let contract = req
+        .app_data::<Data<Contract>>()
+        .ok_or_else(|| ApiError::Internal("the contract is not registered".to_owned()))?;
+    let path: Vec<(&str, &str)> = req.match_info().iter().collect();
+    let check_path = || contract.validate_path(op.id, &path).map_err(ApiError::Validation);
+    let caller = auth::check(op, req, state, check_path).await?;
     let ctx = RequestContext { request_id: request_id::of(req), caller };
     negotiate(req)?;
     // Held until the answer is ready: the parsed body and the checks' output grow with it.
@@ -184,10 +190,6 @@ where
     } else {
         None
     };
-    let contract = req
-        .app_data::<Data<Contract>>()
-        .ok_or_else(|| ApiError::Internal("the contract is not registered".to_owned()))?;
-    let path: Vec<(&str, &str)> = req.match_info().iter().collect();
     #[cfg(not(feature = "bench-unchecked"))]
     let valid =
         contract.validate(op.id, &path, req.query_string(), body.as_deref()).map_err(ApiError::Validation)?;

@@ -17,6 +17,7 @@ mod failure_statuses;
 mod hostile_input;
 mod http_errors;
 mod imports;
+mod precedence;
 mod receipts;
 mod request_validation;
 mod status_coverage;

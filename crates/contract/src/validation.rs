@@ -229,6 +229,18 @@ fn nul_error(location: ProblemErrorIn, pointer: String) -> ProblemError {
 }
 
 impl Contract {
+    /// Validates only the path parameters of `operation_id`: the contract checks them
+    /// before authorisation (a workspace `01` names nothing, so saying so reveals
+    /// nothing), the rest of the request after it.
+    pub fn validate_path(&self, operation_id: &str, path: &[(&str, &str)]) -> Result<(), Violations> {
+        let op = self.operation(operation_id);
+        let mut errors = Violations::default();
+        collect_errors(&op.path, &path_object(path), ProblemErrorIn::Path, &mut errors);
+        if errors.is_empty() { Ok(()) } else { Err(errors) }
+    }
+}
+
+impl Contract {
     /// Reads a request into the same values as [`Contract::validate`] without checking
     /// them against the document (only a body that is not JSON at all is refused). For
     /// measuring what validation costs (`scripts/bench`); the server never uses it unless
