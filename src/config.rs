@@ -147,8 +147,8 @@ pub struct ServeConfig {
     #[arg(long, env = "WPDS_AUTH_CACHE_TTL_MS", default_value_t = 5000)]
     pub auth_cache_ttl_ms: u64,
 
-    /// Load the bundled demo workspace into an empty database and print a working access
-    /// token and the Swagger UI address.
+    /// Load the bundled demo workspace into an empty database and print working tokens and
+    /// the Swagger UI address; access tokens (printed and refreshed) then live 24 hours.
     #[arg(long)]
     pub demo: bool,
 }

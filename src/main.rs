@@ -137,7 +137,14 @@ fn issue_token(user: &str, database: &DatabaseArgs, tokens: &TokenArgs) -> Resul
     Ok(())
 }
 
-fn serve(config: ServeConfig) -> Result<(), String> {
+/// Access-token lifetime of `serve --demo`, seconds: a person exploring is not cut off
+/// after the production default of 15 minutes.
+const DEMO_ACCESS_TTL: u64 = 24 * 60 * 60;
+
+fn serve(mut config: ServeConfig) -> Result<(), String> {
+    if config.demo {
+        config.tokens.access_token_ttl = DEMO_ACCESS_TTL;
+    }
     let db = open(&config.database)?;
     let listener =
         TcpListener::bind(config.bind).map_err(|e| format!("cannot listen on {}: {e}", config.bind))?;
@@ -190,7 +197,7 @@ fn demo(db: &Database, tokens: &TokenArgs, address: &str) -> Result<(), String> 
          Access token of user {DEMO_MEMBER} (member of workspace 1): {}\n\
          Access token of user {DEMO_ADMIN} (platform administrator): {}\n\
          Refresh token of user {DEMO_MEMBER}: {}\n\
-         Access tokens expire after {} s; POST /v1/auth/refresh with the refresh token for a new pair.\n",
+         Demo access tokens, printed and refreshed alike, live {} s (24 hours; 15 minutes outside the demo);\n         POST /v1/auth/refresh with the refresh token for a new pair.\n",
         member.access_token, admin.access_token, member.refresh_token, member.expires_in
     );
     Ok(())

@@ -16,6 +16,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/openapi.yaml", web::get().to(|| serve("application/yaml", document::YAML)))
         .route("/openapi.json", web::get().to(|| serve("application/json", document::JSON)))
         .route("/openapi-3.0.json", web::get().to(|| serve("application/json", document::JSON_30)))
+        .route("/", web::get().to(redirect_to_docs))
         .route("/docs", web::get().to(redirect_to_docs))
         .service(
             SwaggerUi::new("/docs/{_:.*}").config(

@@ -136,3 +136,61 @@ fn serve_help_lists_every_setting_with_its_environment_variable() {
         assert!(help.contains(&format!("env: {variable}=")), "{variable} missing from:\n{help}");
     }
 }
+
+#[test]
+fn serve_demo_hands_out_tokens_that_live_a_day_and_the_root_leads_to_the_docs() {
+    use std::io::BufRead;
+    // Arrange: `wpds serve --demo` on a fresh file and a free port.
+    let db = ScratchFile::new("demo.sqlite3");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wpds"))
+        .args(["serve", "--demo"])
+        .env("DATABASE_URL", db.url())
+        .env("WPDS_BIND", format!("127.0.0.1:{port}"))
+        .env("WPDS_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("wpds serve --demo starts");
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let stdout = child.stdout.take().expect("its output");
+    let _child = Kill(child);
+    let printed: Vec<String> = std::io::BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .take_while(|l| !l.contains("POST /v1/auth/refresh"))
+        .collect();
+    let refresh = printed
+        .iter()
+        .find_map(|l| l.strip_prefix("Refresh token of user 5: "))
+        .unwrap_or_else(|| panic!("no refresh token printed: {printed:?}"))
+        .to_owned();
+    assert!(printed.iter().any(|l| l.contains("live 86400 s")), "it says how long tokens live: {printed:?}");
+    let agent: ureq::Agent =
+        ureq::Agent::config_builder().http_status_as_error(false).max_redirects(0).build().into();
+    let base = format!("http://127.0.0.1:{port}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while agent.get(format!("{base}/healthz")).call().map(|r| r.status() != 200).unwrap_or(true) {
+        assert!(Instant::now() < deadline, "the demo server did not come up");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    // Act: refresh the printed token; open the server's address.
+    let mut refreshed = agent
+        .post(format!("{base}/v1/auth/refresh"))
+        .send_json(serde_json::json!({"refreshToken": refresh}))
+        .unwrap();
+    let root = agent.get(format!("{base}/")).call().unwrap();
+
+    // Assert: a refreshed access token lives a day too; the root redirects to Swagger UI.
+    assert_eq!(refreshed.status(), 200);
+    let pair: Value = refreshed.body_mut().read_json().unwrap();
+    assert_eq!(pair["expiresIn"], 86_400);
+    assert_eq!(root.status(), 308);
+    assert_eq!(root.headers().get("location").and_then(|v| v.to_str().ok()), Some("/docs/"));
+}
