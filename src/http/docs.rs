@@ -18,15 +18,30 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/openapi-3.0.json", web::get().to(|| serve("application/json", document::JSON_30)))
         .route("/", web::get().to(redirect_to_docs))
         .route("/docs", web::get().to(redirect_to_docs))
+        // Before Swagger UI's catch-all under /docs/.
+        .route("/docs/openapi.json", web::get().to(|| serve("application/json", ui_document())))
         .service(
             SwaggerUi::new("/docs/{_:.*}").config(
-                Config::new(["/openapi.json"])
+                Config::new(["/docs/openapi.json"])
                     .try_it_out_enabled(true)
                     .persist_authorization(false)
                     .display_operation_id(true),
             ),
         )
         .route("/problems/{code}", web::get().to(problem_page));
+}
+
+/// The document as Swagger UI loads it: the published JSON with one relative server (`/`),
+/// so "Try it out" calls the origin the page came from, whatever address and port the
+/// server runs on. The published documents keep the `{baseUrl}` server for generators.
+fn ui_document() -> &'static str {
+    static UI: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    UI.get_or_init(|| {
+        let mut doc = document::parsed().clone();
+        doc["servers"] =
+            serde_json::json!([{ "url": "/", "description": "The server this page came from." }]);
+        serde_json::to_string(&doc).unwrap_or_else(|_| document::JSON.to_owned())
+    })
 }
 
 async fn serve(content_type: &'static str, text: &'static str) -> HttpResponse {

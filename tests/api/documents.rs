@@ -45,8 +45,18 @@ fn swagger_ui_is_served_from_the_vendored_bundle_and_reads_the_document() {
     assert_eq!(page.status, 200);
     assert!(page.text().contains("swagger-ui"), "{}", page.text());
     let init = app.get("/docs/swagger-initializer.js");
-    assert!(init.text().contains("\"/openapi.json\""), "{}", init.text());
+    assert!(init.text().contains("\"/docs/openapi.json\""), "{}", init.text());
     assert_eq!(app.get("/docs/swagger-ui-bundle.js").status, 200);
+    // The UI's copy of the document: the published one with a relative server, so "Try it
+    // out" calls the page's own origin on any address and port.
+    let ui = app.get("/docs/openapi.json").json();
+    let published = app.get("/openapi.json").json();
+    assert_eq!(
+        ui["servers"],
+        serde_json::json!([{"url": "/", "description": "The server this page came from."}])
+    );
+    assert_eq!(ui["paths"], published["paths"]);
+    assert_eq!(published["servers"][0]["url"], "{baseUrl}", "generators keep the variable");
     let redirect = app.get("/docs");
     assert_eq!((redirect.status, redirect.header("location")), (308, Some("/docs/")));
 }
