@@ -5,6 +5,7 @@
 // must need nothing from outside. Run by scripts/check-swagger-ui, which starts the demo
 // server and passes:
 //   WPDS_BASE_URL, WPDS_TOKEN       the demo server and user 9's access token
+//   WPDS_REFRESH_TOKEN              a refresh token the demo issued (for refreshToken)
 //   SWAGGER_UI_PLAYWRIGHT           directory holding node_modules/playwright-core
 //   SWAGGER_UI_EXPECTED_OPERATIONS  the contract's operationIds, one per line
 //   SWAGGER_UI_SCREENSHOT           where to save the screenshot
@@ -22,6 +23,7 @@ const env = (name) => {
 };
 const baseUrl = env('WPDS_BASE_URL');
 const token = env('WPDS_TOKEN');
+const refreshToken = env('WPDS_REFRESH_TOKEN');
 const screenshot = env('SWAGGER_UI_SCREENSHOT');
 const expected = readFileSync(env('SWAGGER_UI_EXPECTED_OPERATIONS'), 'utf8').split('\n').filter(Boolean);
 const dropOperation = process.env.SWAGGER_UI_DROP_OPERATION || '';
@@ -189,6 +191,44 @@ try {
   else if (call.auth !== `Bearer ${token}`) fail('the browser sent the PUT without the bearer token typed into Authorize');
   step(`Execute: PUT ${requestUrl} -> ${status}`);
 
+  // 7. Every other operation: its first example through "Try it out" / "Execute" gets its
+  // documented success status (the examples fit a fresh demo, each run once; the refresh
+  // example's token is replaced by one the demo issued).
+  const uiDoc = await (await fetch(`${baseUrl}/docs/openapi.json`)).json();
+  const deref = (node) => (node && node.$ref ? deref(node.$ref.split('/').slice(1).reduce((n, k) => n[k], uiDoc)) : node);
+  const executed = [`${OPERATION} ${status}`];
+  for (const item of Object.values(uiDoc.paths)) {
+    for (const op of Object.values(item)) {
+      if (!op.operationId || op.operationId === OPERATION) continue;
+      const success = Object.keys(op.responses).find((code) => code.startsWith('2'));
+      const other = page.locator('.swagger-ui .opblock').filter({
+        has: page.locator('.opblock-summary-operation-id', { hasText: new RegExp(`^${op.operationId}$`) }),
+      });
+      await other.locator('.opblock-summary-control').click();
+      await other.locator('.opblock-body').waitFor();
+      const tryIt = other.locator('button.try-out__btn');
+      if ((await tryIt.innerText()).trim() === 'Try it out') await tryIt.click();
+      for (const param of (op.parameters || []).map(deref).filter((p) => p.in === 'path')) {
+        const input = other.locator(`tr[data-param-name="${param.name}"] input`);
+        if ((await input.inputValue()) === '') await input.fill(String(param.example));
+      }
+      if (op.operationId === 'refreshToken') {
+        await other.locator('.body-param textarea').fill(JSON.stringify({ refreshToken: refreshToken }));
+      }
+      await other.locator('button.execute').click();
+      const answer = other.locator('.live-responses-table .response').first();
+      await answer.waitFor();
+      const got = (await answer.locator('.response-col_status').innerText()).trim();
+      executed.push(`${op.operationId} ${got}`);
+      if (got !== success) {
+        const shown = (await answer.locator('.response-col_description').innerText()).replace(/\s+/g, ' ').slice(0, 300);
+        fail(`${op.operationId}: Execute on its first example showed ${got}, not ${success}: ${shown}`);
+      }
+      await other.locator('.opblock-summary-control').click();
+    }
+  }
+  step(`executed: ${executed.join(', ')}`);
+
   // Evidence: the operation from its summary down to the server response (not the
   // documented responses below it).
   await page.evaluate(() => window.scrollTo(0, 0));
@@ -213,7 +253,8 @@ try {
   if (!failures.length) {
     console.log(
       `check-swagger-ui: ${listed.length}/${expected.length} operations listed, authorized, ` +
-        `${OPERATION} executed -> ${status}; ${blocked.length} non-loopback requests; screenshot ${screenshot}`,
+        `all ${expected.length} executed with their first example (${OPERATION} -> ${status}); ` +
+        `${blocked.length} non-loopback requests; screenshot ${screenshot}`,
     );
   }
 } catch (error) {
