@@ -83,12 +83,27 @@ impl Server {
     /// Starts `wpds serve` on `database_url` with extra environment settings, on a free
     /// loopback port, and waits until `/healthz` answers.
     pub fn start_with(database_url: &str, settings: &[(&str, &str)]) -> Self {
+        Self::start_wrapped(database_url, settings, &[])
+    }
+
+    /// [`Server::start_with`], run through `wrapper` (a command that ends by executing its
+    /// arguments in its own process, such as `setpriv … --`; empty: none), so that the
+    /// process id is still the server's.
+    pub fn start_wrapped(database_url: &str, settings: &[(&str, &str)], wrapper: &[&str]) -> Self {
         for _ in 0..5 {
             let port = free_port();
             let log =
                 std::env::temp_dir().join(format!("wpds-reliability-{}.log", uuid::Uuid::new_v4().simple()));
             let log_file = std::fs::File::create(&log).expect("a log file");
-            let child = Command::new(WPDS)
+            let mut command = match wrapper.split_first() {
+                Some((program, args)) => {
+                    let mut command = Command::new(program);
+                    command.args(args).arg(WPDS);
+                    command
+                }
+                None => Command::new(WPDS),
+            };
+            let child = command
                 .arg("serve")
                 .env("DATABASE_URL", database_url)
                 .env("WPDS_BIND", format!("127.0.0.1:{port}"))
@@ -190,6 +205,11 @@ pub fn agent() -> ureq::Agent {
         .timeout_global(Some(Duration::from_secs(15)))
         .build()
         .into()
+}
+
+/// `GET /readyz`: its status; `Err` when no HTTP answer came.
+pub fn readyz(agent: &ureq::Agent, base: &str) -> Result<u16, ureq::Error> {
+    Ok(agent.get(format!("{base}/readyz")).call()?.status().as_u16())
 }
 
 /// An answer: status, `Retry-After`, body as JSON (`Null` when not JSON).
