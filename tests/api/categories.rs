@@ -382,6 +382,9 @@ fn another_category_whose_code_ends_unchanged_keeps_its_revision() {
     assert_eq!((revision_of(&app, "3"), revision_of(&app, "4")), (8, 2));
 }
 
+/// Measurement rounds of the linearity test.
+const ROUNDS: usize = 7;
+
 /// The largest patch of product-type code ops a 1 MiB body holds, about.
 const BIG: usize = 29_000;
 
@@ -425,26 +428,30 @@ fn a_stale_patch_of_29_000_code_ops_answers_version_conflict_promptly_and_writes
 #[test]
 fn a_patch_costs_time_linear_in_its_ops() {
     // Arrange: stale patches, which change nothing and so can be repeated, of 2 900 and of
-    // 29 000 ops, each sent five times, interleaved. Load from other tests on the machine
-    // only ever adds time, so each size's fastest run is the best measure of its own cost.
+    // 29 000 ops, each sent ROUNDS times, interleaved. Load from other tests on the machine
+    // only ever adds time, so each size's fastest run is the best measure of its own cost;
+    // interleaving exposes both sizes to the same spells of load. In a debug build the
+    // ratio is about 9.3 on both engines (the per-op work, JSON and validation, dominates),
+    // so 12 leaves room for noise; the old per-op statements measured 14.7 on PostgreSQL.
     let app = spawn_app();
-    let fastest = |n: usize, runs: &mut Vec<Duration>| {
+    let run = |n: usize, runs: &mut Vec<Duration>| {
         let (response, took) = timed_patch(&app, code_ops_patch(n, 6));
         assert_eq!(response.status, 409);
         runs.push(took);
     };
     let (mut small, mut big) = (Vec::new(), Vec::new());
+    // The first answer pays one-time costs (the client loads the document's schemas).
+    assert_eq!(patch(&app, json!({"expectedRevision": 7})).status, 200);
 
     // Act
-    for _ in 0..5 {
-        fastest(BIG / 10, &mut small);
-        fastest(BIG, &mut big);
+    for _ in 0..ROUNDS {
+        run(BIG / 10, &mut small);
+        run(BIG, &mut big);
     }
 
-    // Assert: ten times the ops cost at most twelve times the time (the old per-op
-    // statements cost about fifteen times on PostgreSQL, and the growth went on).
+    // Assert: ten times the ops cost at most twelve times the time.
+    eprintln!("runs: {} ops {small:?}; {BIG} ops {big:?}", BIG / 10);
     let (small, big) = (*small.iter().min().unwrap(), *big.iter().min().unwrap());
-    eprintln!("fastest of 5: {} ops {small:?}, {BIG} ops {big:?}", BIG / 10);
     assert!(
         big <= small * 12,
         "{BIG} ops took {big:?}, {} ops {small:?}: {:.1}x",
