@@ -427,16 +427,22 @@ fn a_stale_patch_of_29_000_code_ops_answers_version_conflict_promptly_and_writes
 
 #[test]
 fn a_patch_costs_time_linear_in_its_ops() {
-    // Arrange: stale patches, which change nothing and so can be repeated, of 2 900 and of
-    // 29 000 ops, each sent ROUNDS times, interleaved. Load from other tests on the machine
-    // only ever adds time, so each size's fastest run is the best measure of its own cost;
-    // interleaving exposes both sizes to the same spells of load. In a debug build the
-    // ratio is about 9.3 on both engines (the per-op work, JSON and validation, dominates),
-    // so 12 leaves room for noise; the old per-op statements measured 14.7 on PostgreSQL.
+    // Arrange: stale patches, which change nothing and so can be repeated: one of 29 000
+    // ops against ten of 2 900 sent one after another, so that both windows last about as
+    // long and are as likely to be slowed by other work on the machine (a single 2 900-op
+    // patch takes a tenth of the time, so it escapes a passing spell of load far more
+    // often, and comparing it alone with the big one overstates the growth on a busy
+    // machine). Each window is measured ROUNDS times, interleaved; load only ever adds
+    // time, so each window's fastest run is the best measure of its own cost.
     let app = spawn_app();
-    let run = |n: usize, runs: &mut Vec<Duration>| {
-        let (response, took) = timed_patch(&app, code_ops_patch(n, 6));
-        assert_eq!(response.status, 409);
+    let small_bodies = || (0..10).map(|_| code_ops_patch(BIG / 10, 6)).collect::<Vec<_>>();
+    let window = |bodies: Vec<Vec<u8>>, runs: &mut Vec<Duration>| {
+        let mut took = Duration::ZERO;
+        for body in bodies {
+            let (response, one) = timed_patch(&app, body);
+            assert_eq!(response.status, 409);
+            took += one;
+        }
         runs.push(took);
     };
     let (mut small, mut big) = (Vec::new(), Vec::new());
@@ -445,16 +451,19 @@ fn a_patch_costs_time_linear_in_its_ops() {
 
     // Act
     for _ in 0..ROUNDS {
-        run(BIG / 10, &mut small);
-        run(BIG, &mut big);
+        window(small_bodies(), &mut small);
+        window(vec![code_ops_patch(BIG, 6)], &mut big);
     }
 
-    // Assert: ten times the ops cost at most twelve times the time.
-    eprintln!("runs: {} ops {small:?}; {BIG} ops {big:?}", BIG / 10);
+    // Assert: one patch of ten times the ops costs at most 1.2 times ten small ones, that
+    // is at most twelve times one of them. Measured 0.84-0.89 in a debug build and
+    // 0.89-1.06 in a release build, on both engines; the old per-op statements took about
+    // 1.5 on PostgreSQL (14.7 times a single 2 900-op patch).
+    eprintln!("runs: 10 x {} ops {small:?}; {BIG} ops {big:?}", BIG / 10);
     let (small, big) = (*small.iter().min().unwrap(), *big.iter().min().unwrap());
     assert!(
-        big <= small * 12,
-        "{BIG} ops took {big:?}, {} ops {small:?}: {:.1}x",
+        big * 10 <= small * 12,
+        "{BIG} ops took {big:?}, 10 x {} ops {small:?}: {:.2}x",
         BIG / 10,
         big.as_secs_f64() / small.as_secs_f64()
     );
