@@ -382,8 +382,8 @@ fn another_category_whose_code_ends_unchanged_keeps_its_revision() {
     assert_eq!((revision_of(&app, "3"), revision_of(&app, "4")), (8, 2));
 }
 
-/// Measurement rounds of the linearity test.
-const ROUNDS: usize = 7;
+/// Measurement rounds of the linearity test: at least the first, at most the second.
+const ROUNDS: (usize, usize) = (5, 15);
 
 /// The largest patch of product-type code ops a 1 MiB body holds, about.
 const BIG: usize = 29_000;
@@ -432,8 +432,12 @@ fn a_patch_costs_time_linear_in_its_ops() {
     // long and are as likely to be slowed by other work on the machine (a single 2 900-op
     // patch takes a tenth of the time, so it escapes a passing spell of load far more
     // often, and comparing it alone with the big one overstates the growth on a busy
-    // machine). Each window is measured ROUNDS times, interleaved; load only ever adds
-    // time, so each window's fastest run is the best measure of its own cost.
+    // machine). The windows are measured in interleaved rounds; load only ever adds time,
+    // so each window's fastest run is the best measure of its own cost. On a machine busy
+    // with other tests the fastest runs need more rounds to approach those costs, so after
+    // the fifth round the measuring stops as soon as they show the bound, and the test
+    // fails only if fifteen rounds never do. No amount of rounds makes a big patch run
+    // faster than its own cost, so a superlinear patch still fails.
     let app = spawn_app();
     let small_bodies = || (0..10).map(|_| code_ops_patch(BIG / 10, 6)).collect::<Vec<_>>();
     let window = |bodies: Vec<Vec<u8>>, runs: &mut Vec<Duration>| {
@@ -449,10 +453,16 @@ fn a_patch_costs_time_linear_in_its_ops() {
     // The first answer pays one-time costs (the client loads the document's schemas).
     assert_eq!(patch(&app, json!({"expectedRevision": 7})).status, 200);
 
+    let fastest = |runs: &[Duration]| runs.iter().copied().min().unwrap_or_default();
+    let linear = |small: &[Duration], big: &[Duration]| fastest(big) * 10 <= fastest(small) * 12;
+
     // Act
-    for _ in 0..ROUNDS {
+    for round in 1..=ROUNDS.1 {
         window(small_bodies(), &mut small);
         window(vec![code_ops_patch(BIG, 6)], &mut big);
+        if round >= ROUNDS.0 && linear(&small, &big) {
+            break;
+        }
     }
 
     // Assert: one patch of ten times the ops costs at most 1.2 times ten small ones, that
@@ -460,11 +470,12 @@ fn a_patch_costs_time_linear_in_its_ops() {
     // 0.89-1.06 in a release build, on both engines; the old per-op statements took about
     // 1.5 on PostgreSQL (14.7 times a single 2 900-op patch).
     eprintln!("runs: 10 x {} ops {small:?}; {BIG} ops {big:?}", BIG / 10);
-    let (small, big) = (*small.iter().min().unwrap(), *big.iter().min().unwrap());
     assert!(
-        big * 10 <= small * 12,
-        "{BIG} ops took {big:?}, 10 x {} ops {small:?}: {:.2}x",
+        linear(&small, &big),
+        "{BIG} ops took {:?}, 10 x {} ops {:?}: {:.2}x",
+        fastest(&big),
         BIG / 10,
-        big.as_secs_f64() / small.as_secs_f64()
+        fastest(&small),
+        fastest(&big).as_secs_f64() / fastest(&small).as_secs_f64()
     );
 }
