@@ -17,7 +17,8 @@ async fn healthz() -> HttpResponse {
 /// The server can answer operations: the database answers a trivial query within the
 /// request budget (503 `unavailable` otherwise, at the deadline even on a silent network).
 async fn readyz(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
-    match state.run(wpds_storage::Database::ping).await {
+    let db = std::sync::Arc::clone(&state.db);
+    match state.run(move |conn| db.ping(conn)).await {
         Ok(()) => HttpResponse::Ok().json(serde_json::json!({ "status": "ready" })),
         Err(error) => problem::respond(&req, error),
     }

@@ -382,6 +382,9 @@ fn another_category_whose_code_ends_unchanged_keeps_its_revision() {
     assert_eq!((revision_of(&app, "3"), revision_of(&app, "4")), (8, 2));
 }
 
+/// Measurement rounds of the linearity test: at least the first, at most the second.
+const ROUNDS: (usize, usize) = (5, 15);
+
 /// The largest patch of product-type code ops a 1 MiB body holds, about.
 const BIG: usize = 29_000;
 
@@ -426,31 +429,55 @@ fn a_stale_patch_of_29_000_code_ops_answers_version_conflict_promptly_and_writes
 
 #[test]
 fn a_patch_costs_time_linear_in_its_ops() {
-    // Arrange: stale patches, which change nothing and so can be repeated, of 2 900 and of
-    // 29 000 ops, each sent five times, interleaved. Load from other tests on the machine
-    // only ever adds time, so each size's fastest run is the best measure of its own cost.
+    // Arrange: stale patches, which change nothing and so can be repeated: one of 29 000
+    // ops against ten of 2 900 sent one after another, so that both windows last about as
+    // long and are as likely to be slowed by other work on the machine (a single 2 900-op
+    // patch takes a tenth of the time, so it escapes a passing spell of load far more
+    // often, and comparing it alone with the big one overstates the growth on a busy
+    // machine). The windows are measured in interleaved rounds; load only ever adds time,
+    // so each window's fastest run is the best measure of its own cost. On a machine busy
+    // with other tests the fastest runs need more rounds to approach those costs, so after
+    // the fifth round the measuring stops as soon as they show the bound, and the test
+    // fails only if fifteen rounds never do. No amount of rounds makes a big patch run
+    // faster than its own cost, so a superlinear patch still fails.
     let app = spawn_app();
-    let fastest = |n: usize, runs: &mut Vec<Duration>| {
-        let (response, took) = timed_patch(&app, code_ops_patch(n, 6));
-        assert_eq!(response.status, 409);
+    let small_bodies = || (0..10).map(|_| code_ops_patch(BIG / 10, 6)).collect::<Vec<_>>();
+    let window = |bodies: Vec<Vec<u8>>, runs: &mut Vec<Duration>| {
+        let mut took = Duration::ZERO;
+        for body in bodies {
+            let (response, one) = timed_patch(&app, body);
+            assert_eq!(response.status, 409);
+            took += one;
+        }
         runs.push(took);
     };
     let (mut small, mut big) = (Vec::new(), Vec::new());
+    // The first answer pays one-time costs (the client loads the document's schemas).
+    assert_eq!(patch(&app, json!({"expectedRevision": 7})).status, 200);
+
+    let fastest = |runs: &[Duration]| runs.iter().copied().min().unwrap_or_default();
+    let linear = |small: &[Duration], big: &[Duration]| fastest(big) * 10 <= fastest(small) * 12;
 
     // Act
-    for _ in 0..5 {
-        fastest(BIG / 10, &mut small);
-        fastest(BIG, &mut big);
+    for round in 1..=ROUNDS.1 {
+        window(small_bodies(), &mut small);
+        window(vec![code_ops_patch(BIG, 6)], &mut big);
+        if round >= ROUNDS.0 && linear(&small, &big) {
+            break;
+        }
     }
 
-    // Assert: ten times the ops cost at most twelve times the time (the old per-op
-    // statements cost about fifteen times on PostgreSQL, and the growth went on).
-    let (small, big) = (*small.iter().min().unwrap(), *big.iter().min().unwrap());
-    eprintln!("fastest of 5: {} ops {small:?}, {BIG} ops {big:?}", BIG / 10);
+    // Assert: one patch of ten times the ops costs at most 1.2 times ten small ones, that
+    // is at most twelve times one of them. Measured 0.84-0.89 in a debug build and
+    // 0.89-1.06 in a release build, on both engines; the old per-op statements took about
+    // 1.5 on PostgreSQL (14.7 times a single 2 900-op patch).
+    eprintln!("runs: 10 x {} ops {small:?}; {BIG} ops {big:?}", BIG / 10);
     assert!(
-        big <= small * 12,
-        "{BIG} ops took {big:?}, {} ops {small:?}: {:.1}x",
+        linear(&small, &big),
+        "{BIG} ops took {:?}, 10 x {} ops {:?}: {:.2}x",
+        fastest(&big),
         BIG / 10,
-        big.as_secs_f64() / small.as_secs_f64()
+        fastest(&small),
+        fastest(&big).as_secs_f64() / fastest(&small).as_secs_f64()
     );
 }

@@ -83,18 +83,42 @@ impl Server {
     /// Starts `wpds serve` on `database_url` with extra environment settings, on a free
     /// loopback port, and waits until `/healthz` answers.
     pub fn start_with(database_url: &str, settings: &[(&str, &str)]) -> Self {
-        Self::start_limited(database_url, settings, None)
+        Self::start_as(database_url, settings, &[], None)
     }
 
     /// [`Server::start_with`], with the process's descriptor limit (`RLIMIT_NOFILE`, soft
     /// and hard, as `ulimit -n` sets it) lowered to `open_files` when given.
     pub fn start_limited(database_url: &str, settings: &[(&str, &str)], open_files: Option<u64>) -> Self {
+        Self::start_as(database_url, settings, &[], open_files)
+    }
+
+    /// [`Server::start_with`], run through `wrapper` (a command that ends by executing its
+    /// arguments in its own process, such as `setpriv … --`; empty: none), so that the
+    /// process id is still the server's.
+    pub fn start_wrapped(database_url: &str, settings: &[(&str, &str)], wrapper: &[&str]) -> Self {
+        Self::start_as(database_url, settings, wrapper, None)
+    }
+
+    /// Starts `wpds serve` through `wrapper`, with the descriptor limit `open_files`.
+    fn start_as(
+        database_url: &str,
+        settings: &[(&str, &str)],
+        wrapper: &[&str],
+        open_files: Option<u64>,
+    ) -> Self {
         for _ in 0..5 {
             let port = free_port();
             let log =
                 std::env::temp_dir().join(format!("wpds-reliability-{}.log", uuid::Uuid::new_v4().simple()));
             let log_file = std::fs::File::create(&log).expect("a log file");
-            let mut command = Command::new(WPDS);
+            let mut command = match wrapper.split_first() {
+                Some((program, args)) => {
+                    let mut command = Command::new(program);
+                    command.args(args).arg(WPDS);
+                    command
+                }
+                None => Command::new(WPDS),
+            };
             if let Some(limit) = open_files {
                 use std::os::unix::process::CommandExt;
                 let limit = libc::rlimit { rlim_cur: limit, rlim_max: limit };
@@ -219,6 +243,11 @@ pub fn agent() -> ureq::Agent {
         .timeout_global(Some(Duration::from_secs(15)))
         .build()
         .into()
+}
+
+/// `GET /readyz`: its status; `Err` when no HTTP answer came.
+pub fn readyz(agent: &ureq::Agent, base: &str) -> Result<u16, ureq::Error> {
+    Ok(agent.get(format!("{base}/readyz")).call()?.status().as_u16())
 }
 
 /// An answer: status, `Retry-After`, body as JSON (`Null` when not JSON).

@@ -1,6 +1,7 @@
 //! Fault tests against real `wpds serve` processes: lost updates across processes, crash
-//! durability after SIGKILL, a database outage, graceful shutdown on SIGTERM, and the bound
-//! on how long a revoked login keeps working in another process (the auth cache).
+//! durability after SIGKILL, a database outage, graceful shutdown on SIGTERM, the bound on
+//! how long a revoked login keeps working in another process (the auth cache), and the
+//! SQLite writer's recovery from a file it cannot write.
 //!
 //! Rules of this target: every test starts the binary Cargo built for it
 //! (`CARGO_BIN_EXE_wpds`) on its own fresh database (`TEST_DATABASE_URL` chooses the engine
@@ -22,3 +23,4 @@ mod proxy;
 mod rate_limits;
 mod revocation;
 mod shutdown;
+mod storage_faults;

@@ -12,13 +12,15 @@
 //! [`crate::writer`]).
 
 use crate::error::StoreError;
-use crate::writer::Writer;
+use crate::writer::{Writer, WriterPool};
 use diesel::Connection;
 use diesel::connection::SimpleConnection;
 use diesel::pg::PgConnection;
 use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool, PooledConnection};
 use diesel::sqlite::SqliteConnection;
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
+use scheduled_thread_pool::ScheduledThreadPool;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const SQLITE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations/sqlite");
@@ -145,7 +147,9 @@ macro_rules! db_write {
             $crate::db::DbConn::Sqlite(pooled) => {
                 let concrete: &mut ::diesel::sqlite::SqliteConnection = &mut *pooled;
                 if $crate::writer::in_batch() {
-                    concrete.transaction(|$conn: &mut ::diesel::sqlite::SqliteConnection| $body)
+                    $crate::writer::savepoint(concrete, |$conn: &mut ::diesel::sqlite::SqliteConnection| {
+                        $body
+                    })
                 } else {
                     concrete.immediate_transaction(|$conn: &mut ::diesel::sqlite::SqliteConnection| $body)
                 }
@@ -189,24 +193,34 @@ impl CustomizeConnection<PgConnection, diesel::r2d2::Error> for PostgresTimeouts
     }
 }
 
-/// A pool of at most `max_size` SQLite connections to `path` with the server's pragmas,
-/// keeping `min_idle` open (`None`: all of them).
-fn sqlite_pool(
-    path: &str,
-    config: &DbConfig,
-    max_size: u32,
-    min_idle: Option<u32>,
-) -> Pool<ConnectionManager<SqliteConnection>> {
-    Pool::builder()
-        .max_size(max_size)
-        .min_idle(min_idle)
-        .connection_timeout(config.timeout)
-        .test_on_check_out(false)
-        .connection_customizer(Box::new(SqlitePragmas {
-            busy_timeout: config.timeout,
-            synchronous: config.sqlite_synchronous,
-        }))
-        .build_unchecked(ConnectionManager::new(path))
+/// A pool builder for SQLite connections with the server's pragmas.
+fn sqlite_pool_builder(config: &DbConfig) -> diesel::r2d2::Builder<ConnectionManager<SqliteConnection>> {
+    Pool::builder().connection_timeout(config.timeout).test_on_check_out(false).connection_customizer(
+        Box::new(SqlitePragmas { busy_timeout: config.timeout, synchronous: config.sqlite_synchronous }),
+    )
+}
+
+/// What builds the [`Writer`]'s pool: one connection to `path`, opened on the first write,
+/// never in the background. The writer builds a new pool to discard its connection after
+/// a fault, so the pools share one thread for opening connections and have no reaper
+/// (the writer holds its connection checked out): building one starts no thread.
+fn writer_pools(path: &str, config: &DbConfig) -> Box<dyn Fn() -> WriterPool + Send> {
+    let (path, config) = (path.to_owned(), config.clone());
+    let threads = Arc::new(
+        ScheduledThreadPool::builder()
+            .num_threads(1)
+            .thread_name_pattern("wpds-sqlite-writer-open-{}")
+            .build(),
+    );
+    Box::new(move || {
+        sqlite_pool_builder(&config)
+            .max_size(1)
+            .min_idle(Some(0))
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .thread_pool(Arc::clone(&threads))
+            .build_unchecked(ConnectionManager::new(path.as_str()))
+    })
 }
 
 /// `busy_timeout` first: switching to WAL itself needs the lock. `synchronous` is a
@@ -245,10 +259,9 @@ impl Database {
                 apply_sqlite_pragmas(&mut probe, config.timeout, config.sqlite_synchronous).map_err(|e| {
                     StoreError::Unavailable(format!("cannot configure SQLite database {path}: {e}"))
                 })?;
-                // The writer's one connection is opened on the first write, never in the
-                // background.
-                writer = Some(Writer::start(sqlite_pool(path, config, 1, Some(0)), config.timeout)?);
-                Pools::Sqlite(sqlite_pool(path, config, config.pool_size.max(1), None))
+                writer = Some(Writer::start(writer_pools(path, config), config.timeout)?);
+                let readers = sqlite_pool_builder(config).max_size(config.pool_size.max(1)).min_idle(None);
+                Pools::Sqlite(readers.build_unchecked(ConnectionManager::new(path)))
             }
             Engine::Postgres => {
                 let url = with_network_timeouts(&config.url, config.timeout);
@@ -377,8 +390,18 @@ impl Database {
         applied.map_err(|e| StoreError::Internal(format!("migration failed: {e}")))
     }
 
-    /// Whether a trivial query succeeds on `conn` (for `/readyz`).
-    pub fn ping(conn: &mut DbConn) -> Result<(), StoreError> {
+    /// Whether the database serves now (for `/readyz`, with a connection of the pool): a
+    /// trivial query succeeds on `conn` and, on SQLite, the writer's last attempt to write
+    /// succeeded. When it failed (a read-only file, a full disk, an I/O error), the writer
+    /// makes an attempt that changes nothing (on a fresh connection; [`Writer::probe`]), so
+    /// readiness returns by itself once the fault is lifted, even when no request writes,
+    /// as when a balancer sends none to an unready server.
+    pub fn ping(&self, conn: &mut DbConn) -> Result<(), StoreError> {
+        if let Some(writer) = &self.writer
+            && !writer.is_healthy()
+        {
+            writer.probe(Instant::now() + self.timeout)?;
+        }
         db_run!(conn => conn.batch_execute("SELECT 1")).map_err(StoreError::from)
     }
 }

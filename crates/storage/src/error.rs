@@ -100,7 +100,7 @@ impl From<diesel::result::Error> for StoreError {
                 DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand,
                 info,
             ) => StoreError::Unavailable(info.message().to_owned()),
-            Error::DatabaseError(_, info) if is_busy(info.message()) => {
+            Error::DatabaseError(_, info) if is_busy(info.message()) || is_storage_fault(info.message()) => {
                 StoreError::Unavailable(info.message().to_owned())
             }
             _ => StoreError::Internal(error.to_string()),
@@ -126,4 +126,16 @@ fn is_busy(message: &str) -> bool {
         || message.contains("deadlock detected")
         || message.contains("could not serialize access")
         || message.contains("server closed the connection")
+}
+
+/// SQLite cannot write its files: SQLITE_READONLY (a read-only file or directory),
+/// SQLITE_FULL (a full disk), SQLITE_IOERR (any I/O error) and SQLITE_CANTOPEN, each with
+/// its extended codes. diesel passes only `sqlite3_errmsg`, which for these is the primary
+/// code's text. Lifting the fault is the remedy, not changing the request: 503, and the
+/// writer reopens its connection (see [`crate::writer`]).
+fn is_storage_fault(message: &str) -> bool {
+    message.contains("attempt to write a readonly database")
+        || message.contains("database or disk is full")
+        || message.contains("disk I/O error")
+        || message.contains("unable to open database file")
 }

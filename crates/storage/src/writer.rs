@@ -20,23 +20,39 @@
 //!   `BEGIN IMMEDIATE` is cut to what is left of the first job's budget.
 //! - A job that fails in the database (`Unavailable` or `Internal`) ends its batch, so no
 //!   later job runs on a transaction the engine may have rolled back. A job that panics
-//!   rolls its whole batch back (every job of it answers `Internal`) and the connection is
-//!   discarded; the thread goes on with a fresh one.
+//!   rolls its whole batch back (every job of it answers `Internal`).
+//! - After any failure in the database (the connection not opening, `BEGIN IMMEDIATE`, a
+//!   job, `COMMIT`) or a panic, the connection is discarded and the next batch opens a
+//!   fresh one. A connection opened while the file was read-only stays read-only for its
+//!   life, and one that met a full disk or an I/O error may hold state that no longer
+//!   matches the file: reopening is what lets writes succeed again once the fault is
+//!   lifted, without a restart. Such faults (SQLite's READONLY, FULL, IOERR and CANTOPEN
+//!   families) answer `Unavailable`, so the client sees 503 with `Retry-After`.
+//! - [`Writer::is_healthy`] says whether the writer's last attempt to write succeeded:
+//!   false from a batch that failed for the database's sake (not for a job's own rule or a
+//!   late job) until one commits. [`Writer::probe`] makes an attempt that changes
+//!   nothing, for readiness checks when no request writes.
 //!
 //! Reads do not come here: in WAL mode they run beside the writer on the pool.
 
 use crate::db::{DbConn, budget_spent, set_lock_wait, shortens};
 use crate::error::StoreError;
-use diesel::connection::{AnsiTransactionManager, TransactionManager};
+use diesel::RunQueryDsl;
+use diesel::connection::{AnsiTransactionManager, SimpleConnection, TransactionManager};
 use diesel::r2d2::{ConnectionManager, Pool};
 use diesel::sqlite::SqliteConnection;
 use futures_channel::oneshot;
 use std::cell::Cell;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::mpsc;
-use std::thread::{JoinHandle, ThreadId};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
+use std::task::{Context, Poll, Wake};
+use std::thread::{JoinHandle, Thread, ThreadId};
 use std::time::{Duration, Instant};
+
+/// The writer's pool of (at most) one connection; built again to discard that connection.
+pub(crate) type WriterPool = Pool<ConnectionManager<SqliteConnection>>;
 
 /// The most jobs one transaction of the writer holds: enough to serve every connection of
 /// a busy server in one commit, few enough that a batch holds the lock for well under a
@@ -54,29 +70,99 @@ pub fn in_batch() -> bool {
     IN_BATCH.with(Cell::get)
 }
 
+/// Runs `body` in a savepoint of the open batch (for [`crate::db_write!`]); an `Err` rolls
+/// the savepoint back. On a full disk or an I/O error SQLite rolls the whole transaction
+/// back by itself, so the savepoint is gone too: then the body's error (the cause) is the
+/// answer, where diesel's own `transaction` would answer with the failed rollback, and the
+/// batch ends with it (see [`Batcher::batch`]).
+#[doc(hidden)]
+pub fn savepoint<T, E>(
+    conn: &mut SqliteConnection,
+    body: impl FnOnce(&mut SqliteConnection) -> Result<T, E>,
+) -> Result<T, E>
+where
+    E: From<diesel::result::Error>,
+{
+    AnsiTransactionManager::begin_transaction(conn)?;
+    match body(conn) {
+        Ok(value) => {
+            AnsiTransactionManager::commit_transaction(conn)?;
+            Ok(value)
+        }
+        Err(error) => match AnsiTransactionManager::rollback_transaction(conn) {
+            Ok(()) => Err(error),
+            Err(_) if !transaction_open(conn) => Err(error),
+            Err(rollback) => Err(rollback.into()),
+        },
+    }
+}
+
+/// Whether diesel sees a transaction open on `conn` (it notices when SQLite ended one by
+/// itself). `is_broken` is exactly that for a pool: an open or failed transaction.
+fn transaction_open(conn: &mut SqliteConnection) -> bool {
+    diesel::r2d2::R2D2Connection::is_broken(conn)
+}
+
+/// `PRAGMA user_version`'s row.
+#[derive(diesel::QueryableByName)]
+struct UserVersion {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    user_version: i64,
+}
+
 /// The handle of the writer thread; dropping it lets the queued jobs finish and joins
 /// the thread.
 pub struct Writer {
     jobs: Option<mpsc::Sender<Box<dyn Job>>>,
     thread: Option<JoinHandle<()>>,
     thread_id: ThreadId,
+    healthy: Arc<AtomicBool>,
 }
 
 impl Writer {
-    /// Starts the writer on a pool of one connection; `lock_wait` is that connection's
-    /// configured `busy_timeout`.
+    /// Starts the writer; `open` builds its pool of one connection (again after each
+    /// fault, which discards the old pool and its connection); `lock_wait` is that
+    /// connection's configured `busy_timeout`.
     pub(crate) fn start(
-        pool: Pool<ConnectionManager<SqliteConnection>>,
+        open: Box<dyn Fn() -> WriterPool + Send>,
         lock_wait: Duration,
     ) -> Result<Self, StoreError> {
         let (jobs, queue) = mpsc::channel();
-        let batcher = Batcher { pool, lock_wait, conn: None, queue };
+        let healthy = Arc::new(AtomicBool::new(true));
+        let pool = open();
+        let batcher = Batcher { open, pool, lock_wait, conn: None, queue, healthy: Arc::clone(&healthy) };
         let thread = std::thread::Builder::new()
             .name("wpds-sqlite-writer".to_owned())
             .spawn(move || batcher.serve())
             .map_err(|e| StoreError::Internal(format!("cannot start the SQLite writer thread: {e}")))?;
         let thread_id = thread.thread().id();
-        Ok(Writer { jobs: Some(jobs), thread: Some(thread), thread_id })
+        Ok(Writer { jobs: Some(jobs), thread: Some(thread), thread_id, healthy })
+    }
+
+    /// Whether the writer's last attempt to write succeeded (true before the first): false
+    /// once a batch failed for the database's sake (it could not open its connection, begin
+    /// or commit, or a job met a database that was unavailable), until a batch commits.
+    pub fn is_healthy(&self) -> bool {
+        self.healthy.load(Ordering::Acquire)
+    }
+
+    /// An attempt to write that changes nothing, in a batch like any write (on the writer's
+    /// connection, reopened if the last batch failed): it sets the file's `user_version`
+    /// header field (unused by the service) to the value it has, which writes a page and
+    /// commits it. `BEGIN IMMEDIATE` alone would not do: in WAL mode it succeeds on a
+    /// read-only file, and an empty commit writes no byte, so it would not meet a full
+    /// disk either. Blocks the calling thread until its batch is done or refused at
+    /// `deadline`; its outcome counts for [`Writer::is_healthy`] like any batch's.
+    pub fn probe(&self, deadline: Instant) -> Result<(), StoreError> {
+        wait(self.submit(deadline, |conn| {
+            let DbConn::Sqlite(sqlite) = conn else {
+                return Err(StoreError::Internal("the SQLite writer was given another engine".to_owned()));
+            };
+            let version =
+                diesel::sql_query("PRAGMA user_version").get_result::<UserVersion>(&mut **sqlite)?;
+            sqlite.batch_execute(&format!("PRAGMA user_version = {}", version.user_version))?;
+            Ok(())
+        }))
     }
 
     /// Queues `work` and answers with its result once its batch has committed.
@@ -131,8 +217,8 @@ trait Job: Send {
 
 /// A write that has run and waits for its batch's commit.
 trait Ran: Send {
-    /// Whether the work failed in the database itself (the batch ends after it).
-    fn failed_in_database(&self) -> bool;
+    /// The work's error, when it failed in the database itself (the batch ends after it).
+    fn failed_in_database(&self) -> Option<&StoreError>;
     /// Answers the result, or the commit's error when the batch did not commit.
     fn answer(self: Box<Self>, committed: Result<(), &StoreError>);
 }
@@ -169,8 +255,11 @@ where
 }
 
 impl<T: Send> Ran for Done<T> {
-    fn failed_in_database(&self) -> bool {
-        matches!(self.result, Err(StoreError::Unavailable(_) | StoreError::Internal(_)))
+    fn failed_in_database(&self) -> Option<&StoreError> {
+        match &self.result {
+            Err(error @ (StoreError::Unavailable(_) | StoreError::Internal(_))) => Some(error),
+            _ => None,
+        }
     }
 
     fn answer(self: Box<Self>, committed: Result<(), &StoreError>) {
@@ -184,10 +273,12 @@ impl<T: Send> Ran for Done<T> {
 
 /// The writer thread's state.
 struct Batcher {
-    pool: Pool<ConnectionManager<SqliteConnection>>,
+    open: Box<dyn Fn() -> WriterPool + Send>,
+    pool: WriterPool,
     lock_wait: Duration,
     conn: Option<DbConn>,
     queue: mpsc::Receiver<Box<dyn Job>>,
+    healthy: Arc<AtomicBool>,
 }
 
 impl Batcher {
@@ -208,14 +299,20 @@ impl Batcher {
             Some(conn) => conn,
             None => match self.pool.get_timeout(left) {
                 Ok(conn) => DbConn::Sqlite(conn),
-                Err(e) => return first.refuse(e.into()),
+                Err(e) => {
+                    let error = StoreError::from(e);
+                    self.failed(None, Some(&error));
+                    return first.refuse(error);
+                }
             },
         };
         if let Err(e) = self.begin(&mut conn, left) {
-            // The connection is dropped: the pool discards it if a transaction is open.
+            self.failed(Some(conn), Some(&e));
             return first.refuse(e);
         }
         let mut ran: Vec<Box<dyn Ran>> = Vec::new();
+        let mut fault = None;
+        let mut vanished = false;
         let queue = &self.queue;
         IN_BATCH.with(|flag| flag.set(true));
         let outcome = catch_unwind(AssertUnwindSafe(|| {
@@ -225,9 +322,10 @@ impl Batcher {
                     job.refuse(budget_spent());
                 } else {
                     let done = job.run(&mut conn);
-                    let stop = done.failed_in_database();
+                    fault = done.failed_in_database().cloned();
                     ran.push(done);
-                    if stop {
+                    vanished = !batch_open(&mut conn);
+                    if fault.is_some() || vanished {
                         break;
                     }
                 }
@@ -237,18 +335,54 @@ impl Batcher {
             }
         }));
         IN_BATCH.with(|flag| flag.set(false));
-        let committed = match outcome {
-            Ok(()) => commit(&mut conn),
-            Err(_) => Err(StoreError::Internal("a write panicked; its batch was rolled back".to_owned())),
+        let panicked = outcome.is_err();
+        let committed = if panicked {
+            Err(StoreError::Internal("a write panicked; its batch was rolled back".to_owned()))
+        } else if vanished {
+            // SQLite rolled the batch back by itself (a full disk, an I/O error): nothing
+            // to commit, and every job of the batch answers with the cause.
+            Err(fault.clone().unwrap_or_else(|| {
+                StoreError::Unavailable("SQLite rolled the batch's transaction back".to_owned())
+            }))
+        } else {
+            commit(&mut conn)
         };
-        match &committed {
-            // Dropped inside its transaction, the connection is discarded by the pool and
-            // closing it rolls the batch back.
-            Err(e) => log::error!("SQLite writer: batch of {} not committed: {e}", ran.len()),
-            Ok(()) => self.conn = Some(conn),
+        match (&committed, fault) {
+            (Err(e), _) => {
+                log::error!("SQLite writer: batch of {} not committed: {e}", ran.len());
+                // Dropped inside its transaction, the connection is closed, which rolls the
+                // batch back. A panic is a defect of the code, not a fault of the database.
+                self.failed(Some(conn), (!panicked).then_some(e));
+            }
+            (Ok(()), Some(fault)) => self.failed(Some(conn), Some(&fault)),
+            (Ok(()), None) => {
+                self.conn = Some(conn);
+                self.succeeded();
+            }
         }
         for done in ran {
             done.answer(committed.as_ref().map(|_| ()));
+        }
+    }
+
+    /// After a failure in the database (`cause`; `None` for a panic): discards `conn` and
+    /// the pool that made it, so the next batch opens a fresh connection. An `Unavailable`
+    /// database makes the writer unhealthy.
+    fn failed(&mut self, conn: Option<DbConn>, cause: Option<&StoreError>) {
+        // Back in the old pool, which is dropped right after: its connection is closed.
+        drop(conn);
+        self.pool = (self.open)();
+        if let Some(error @ StoreError::Unavailable(_)) = cause
+            && self.healthy.swap(false, Ordering::AcqRel)
+        {
+            log::warn!("SQLite writer: {error}; writes answer 503 until one commits on a fresh connection");
+        }
+    }
+
+    /// After a commit: the writer is healthy.
+    fn succeeded(&self) {
+        if !self.healthy.swap(true, Ordering::AcqRel) {
+            log::info!("SQLite writer: writes commit again");
         }
     }
 
@@ -267,6 +401,33 @@ impl Batcher {
             set_lock_wait(conn, self.lock_wait)?;
         }
         Ok(began?)
+    }
+}
+
+/// Polls `future` to its end on the calling thread, which sleeps while it is pending.
+fn wait<T>(future: impl Future<Output = T>) -> T {
+    struct Unpark(Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Arc::new(Unpark(std::thread::current())).into();
+    let mut context = Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
+            return output;
+        }
+        std::thread::park();
+    }
+}
+
+/// Whether the batch's transaction is still open on `conn`.
+fn batch_open(conn: &mut DbConn) -> bool {
+    match conn {
+        DbConn::Sqlite(conn) => transaction_open(conn),
+        DbConn::Postgres(_) => false,
     }
 }
 

@@ -266,3 +266,85 @@ fn the_writer_commits_with_synchronous_full_by_default_and_normal_when_configure
         assert_eq!((writer, pooled), (Ok(expected), Ok(expected)), "{setting:?}");
     }
 }
+
+/// Inserts `name` with 64 KiB of payload: more pages than a file capped at its size has.
+fn insert_big(conn: &mut DbConn, name: &str) -> Result<(), StoreError> {
+    let sql = format!("INSERT INTO scratch (name) VALUES ('{name}' || hex(zeroblob(32768)))");
+    db_write!(conn => {
+        diesel::sql_query(&sql).execute(conn)?;
+        Ok(())
+    })
+}
+
+#[test]
+fn a_full_disk_answers_unavailable_and_the_next_write_succeeds_on_a_fresh_connection() {
+    // Arrange: the writer's connection may not grow the file (its max_page_count is the
+    // file's size), as on a full disk; the cap belongs to that connection alone.
+    let scratch = Scratch::new();
+    let writer = scratch.writer();
+    let full = writer.submit(soon(), |conn| {
+        db_run!(conn => diesel::sql_query("PRAGMA max_page_count = 1").execute(conn))?;
+        insert_big(conn, "too-big")
+    });
+
+    // Act
+    let full = block_on(full);
+    let unhealthy = !writer.is_healthy();
+    let after = block_on(writer.submit(soon(), |conn| insert_big(conn, "after")));
+
+    // Assert: 503 material, the writer says so until a write commits, and the next write
+    // runs on a connection without the cap.
+    assert!(matches!(full, Err(StoreError::Unavailable(ref why)) if why.contains("full")), "{full:?}");
+    assert!(unhealthy, "the writer is unhealthy after the failed write");
+    assert_eq!(after, Ok(()));
+    assert!(writer.is_healthy(), "healthy again after a commit");
+    assert_eq!(scratch.committed().len(), 1);
+}
+
+#[test]
+fn a_probe_after_a_fault_changes_nothing_and_makes_the_writer_healthy_again() {
+    // Arrange: a failed write, as above, and a user_version an operator might have set.
+    let scratch = Scratch::new();
+    diesel::sql_query("PRAGMA user_version = 42").execute(&mut scratch.outside()).expect("set user_version");
+    let writer = scratch.writer();
+    let full = block_on(writer.submit(soon(), |conn| {
+        db_run!(conn => diesel::sql_query("PRAGMA max_page_count = 1").execute(conn))?;
+        insert_big(conn, "too-big")
+    }));
+    assert!(matches!(full, Err(StoreError::Unavailable(_))) && !writer.is_healthy(), "{full:?}");
+
+    // Act
+    let probed = writer.probe(soon());
+
+    // Assert
+    assert_eq!(probed, Ok(()));
+    assert!(writer.is_healthy());
+    assert!(scratch.committed().is_empty());
+    let user_version = diesel::sql_query("SELECT user_version AS n FROM pragma_user_version()")
+        .get_result::<Count>(&mut scratch.outside())
+        .expect("read user_version");
+    assert_eq!(user_version.n, 42, "the probe wrote the value back as it was");
+}
+
+#[test]
+fn a_full_disk_in_a_batch_rolls_all_of_it_back_and_every_job_of_it_answers_unavailable() {
+    // Arrange: job "a" has written when a job of its batch meets the cap; SQLite rolls
+    // the whole transaction back on a full disk.
+    let scratch = Scratch::new();
+    let writer = scratch.writer();
+    let (a, gate) = gate_job(writer, "a");
+    let full = writer.submit(soon(), |conn| {
+        db_run!(conn => diesel::sql_query("PRAGMA max_page_count = 1").execute(conn))?;
+        insert_big(conn, "too-big")
+    });
+
+    // Act
+    gate.send(()).expect("job a waits");
+    let (a, full) = (block_on(a), block_on(full));
+
+    // Assert: neither is acknowledged, both for the cause, and nothing is committed.
+    for answer in [&a, &full] {
+        assert!(matches!(answer, Err(StoreError::Unavailable(why)) if why.contains("full")), "{answer:?}");
+    }
+    assert!(scratch.committed().is_empty());
+}
