@@ -7,7 +7,7 @@
 //!
 //! SQLite has no network: the test says so and passes.
 
-use crate::harness::{Answer, Seeded, Server, agent, cell, put_cell};
+use crate::harness::{Answer, Seeded, Server, agent};
 use crate::proxy::{Proxy, through_proxy};
 use std::time::{Duration, Instant};
 
@@ -29,10 +29,7 @@ fn timed_get(base: &str, path: &str, token: &str) -> (u16, Option<String>, Durat
 
 /// One write of the demo member's cell on `date`, timed.
 fn timed_write(base: &str, token: &str, date: &str, expected: i64) -> (Answer, Duration) {
-    let started = Instant::now();
-    let answer = put_cell(&agent(), base, token, &cell(date, "1", "silent network", expected))
-        .unwrap_or_else(|e| panic!("no HTTP answer: {e}"));
-    (answer, started.elapsed())
+    crate::harness::timed_put_cell(base, token, date, "silent network", expected)
 }
 
 #[test]

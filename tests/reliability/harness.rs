@@ -279,6 +279,21 @@ pub fn put_cell(agent: &ureq::Agent, base: &str, token: &str, body: &Value) -> R
     Ok(Answer { status, retry_after, body })
 }
 
+/// `PUT`s the demo member's cell of project 7 on `date` (hours 1, `note`), and returns the
+/// answer and how long it took; fails the test when no HTTP answer came.
+pub fn timed_put_cell(
+    base: &str,
+    token: &str,
+    date: &str,
+    note: &str,
+    expected_version: i64,
+) -> (Answer, Duration) {
+    let started = Instant::now();
+    let answer = put_cell(&agent(), base, token, &cell(date, "1", note, expected_version))
+        .unwrap_or_else(|e| panic!("no HTTP answer to a write ({note}): {e}"));
+    (answer, started.elapsed())
+}
+
 /// A cell as stored: version and entry (`Null` for a never-written cell).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Stored {

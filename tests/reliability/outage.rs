@@ -12,7 +12,7 @@ use crate::proxy::{Proxy, through_proxy};
 use diesel::Connection;
 use diesel::connection::SimpleConnection;
 use diesel::sqlite::SqliteConnection;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const DATE: &str = "2024-02-29";
 /// The longest a request may take while the database is unavailable.
@@ -49,10 +49,7 @@ impl Outage {
 
 /// Sends one write and returns its answer and how long it took.
 fn timed_write(base: &str, token: &str, expected: i64) -> (Answer, Duration) {
-    let started = Instant::now();
-    let answer = put_cell(&agent(), base, token, &cell(DATE, "1", "during the outage", expected))
-        .unwrap_or_else(|e| panic!("no HTTP answer during the outage: {e}"));
-    (answer, started.elapsed())
+    crate::harness::timed_put_cell(base, token, DATE, "during the outage", expected)
 }
 
 #[test]
