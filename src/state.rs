@@ -66,13 +66,11 @@ impl AppState {
                 let left = deadline.saturating_duration_since(Instant::now());
                 let (mut conn, shortened) = db.conn_within(left)?;
                 let result = work(&mut conn);
-                let failed = matches!(result, Err(StoreError::Unavailable(_) | StoreError::Internal(_)));
-                // A failure means the connection is broken; it is closed below.
-                if shortened && !failed && db.restore_lock_wait(&mut conn).is_err() {
-                    db.release(conn, true, false);
-                } else {
-                    db.release(conn, failed, Instant::now() > deadline);
-                }
+                // A failure in the database, or in putting the lock wait back, means the
+                // connection may be broken: release closes it.
+                let failed = matches!(result, Err(StoreError::Unavailable(_) | StoreError::Internal(_)))
+                    || (shortened && db.restore_lock_wait(&mut conn).is_err());
+                db.release(conn, failed, Instant::now() > deadline);
                 result
             });
             match tokio::time::timeout_at(deadline.into(), call).await {

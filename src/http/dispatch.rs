@@ -76,11 +76,6 @@ impl BodyReader {
         // Never more than the whole budget, so the largest allowed body can always run.
         length.saturating_mul(BODY_EXPANSION).min(self.budget) as u32
     }
-
-    /// Bytes of the memory budget not taken right now.
-    pub fn memory_available(&self) -> usize {
-        self.memory.available_permits()
-    }
 }
 
 /// A validated request, read into the operation's generated types on demand.
@@ -177,7 +172,12 @@ where
         .app_data::<Data<Contract>>()
         .ok_or_else(|| ApiError::Internal("the contract is not registered".to_owned()))?;
     let path: Vec<(&str, &str)> = req.match_info().iter().collect();
-    let check_path = || contract.validate_path(op.id, &path).map_err(ApiError::Validation);
+    // Checked once: before authorisation for a secured operation, else with the rest.
+    let path_checked = std::cell::Cell::new(false);
+    let check_path = || {
+        path_checked.set(true);
+        contract.validate_path(op.id, &path).map_err(ApiError::Validation)
+    };
     let caller = auth::check(op, req, state, check_path).await?;
     let ctx = RequestContext { request_id: request_id::of(req), caller };
     negotiate(req)?;
@@ -191,8 +191,12 @@ where
         None
     };
     #[cfg(not(feature = "bench-unchecked"))]
-    let valid =
-        contract.validate(op.id, &path, req.query_string(), body.as_deref()).map_err(ApiError::Validation)?;
+    let valid = if path_checked.get() {
+        contract.validate_after_path(op.id, &path, req.query_string(), body.as_deref())
+    } else {
+        contract.validate(op.id, &path, req.query_string(), body.as_deref())
+    }
+    .map_err(ApiError::Validation)?;
     #[cfg(feature = "bench-unchecked")]
     let valid = contract
         .read_unchecked(op.id, &path, req.query_string(), body.as_deref())

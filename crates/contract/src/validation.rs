@@ -121,11 +121,36 @@ impl Contract {
         query: &str,
         body: Option<&[u8]>,
     ) -> Result<ValidRequest, Violations> {
+        self.check(operation_id, path, query, body, true)
+    }
+
+    /// [`Contract::validate`] for a request whose path [`Contract::validate_path`] has
+    /// already accepted: the path is read, not checked again.
+    pub fn validate_after_path(
+        &self,
+        operation_id: &str,
+        path: &[(&str, &str)],
+        query: &str,
+        body: Option<&[u8]>,
+    ) -> Result<ValidRequest, Violations> {
+        self.check(operation_id, path, query, body, false)
+    }
+
+    fn check(
+        &self,
+        operation_id: &str,
+        path: &[(&str, &str)],
+        query: &str,
+        body: Option<&[u8]>,
+        check_path: bool,
+    ) -> Result<ValidRequest, Violations> {
         let op = self.operation(operation_id);
         let mut errors = Violations::default();
 
         let path_value = path_object(path);
-        collect_errors(&op.path, &path_value, ProblemErrorIn::Path, &mut errors);
+        if check_path {
+            collect_errors(&op.path, &path_value, ProblemErrorIn::Path, &mut errors);
+        }
 
         let query_value = parse_query(query, &op.query_kinds);
         collect_errors(&op.query, &query_value, ProblemErrorIn::Query, &mut errors);
