@@ -12,7 +12,7 @@ fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo"));
     let yaml = manifest.join("openapi/openapi.yaml");
     println!("cargo::rerun-if-changed={}", yaml.display());
-    let doc = wpds_codegen::load_document(&yaml);
+    let doc = wpds_document::load_document(&yaml);
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("set by cargo")).join("operations.rs");
     std::fs::write(&out, wpds_codegen::operations::generate(&doc))
         .unwrap_or_else(|e| panic!("cannot write {}: {e}", out.display()));

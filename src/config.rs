@@ -104,9 +104,14 @@ pub struct ServeConfig {
     #[command(flatten)]
     pub tokens: TokenArgs,
 
-    /// Log filter in env_logger syntax (`info`, `debug`, `wpds=debug,actix_web=info`).
+    /// Log filter in env_logger syntax (`info`, `debug`, `wpds=debug,actix_web=info`;
+    /// `wpds::access=off` silences the access log).
     #[arg(long, env = "WPDS_LOG", default_value = "info")]
     pub log: String,
+
+    /// How log lines are written: `text`, or `json` (one object per line, for log shippers).
+    #[arg(long, env = "WPDS_LOG_FORMAT", value_enum, default_value_t = crate::logging::LogFormat::Text)]
+    pub log_format: crate::logging::LogFormat,
 
     /// HTTP worker threads; 0 means one per CPU core.
     #[arg(long, env = "WPDS_WORKERS", default_value_t = 0)]
@@ -115,6 +120,12 @@ pub struct ServeConfig {
     /// Seconds in-flight requests get to finish after SIGTERM or SIGINT.
     #[arg(long, env = "WPDS_SHUTDOWN_TIMEOUT", default_value_t = 30)]
     pub shutdown_timeout: u64,
+
+    /// Seconds the server keeps accepting and serving after SIGTERM or SIGINT, with
+    /// `/readyz` answering 503 so a load balancer takes it out, before it closes its
+    /// listener and lets in-flight requests finish; 0 stops accepting at once.
+    #[arg(long, env = "WPDS_DRAIN_SECONDS", default_value_t = 0)]
+    pub drain_seconds: u64,
 
     /// Requests per one-minute window each user may make (every token of the user counts
     /// together), and each client address for refreshes and requests without a usable
@@ -133,11 +144,13 @@ pub struct ServeConfig {
     #[arg(long, env = "WPDS_BODY_TIMEOUT_MS", default_value_t = 10_000)]
     pub body_timeout_ms: u64,
 
-    /// MiB every request body being read or processed may take together, each body
-    /// counted at 48× its length (its bytes, the parsed JSON and the checks' output; a
-    /// body never takes more than the whole budget); further readers wait for their share,
-    /// and answer 503 if it does not come within the body timeout. Bounds the server's
-    /// memory under a flood of large bodies.
+    /// MiB every request body being read, processed or waiting may take together. Three
+    /// quarters are for bodies being processed, each counted at 48× its length (its bytes,
+    /// the parsed JSON and the checks' output; never more than that part); further readers
+    /// wait for their share, and answer 503 if it does not come within the body timeout. A
+    /// quarter is for the waiting readers' bodies already in the server's buffers (up to
+    /// ~330 KiB each); past it a reader answers 503 at once and its connection closes.
+    /// Bounds the server's memory under a flood of large bodies.
     #[arg(long, env = "WPDS_BODY_MEMORY_MIB", default_value_t = 64)]
     pub body_memory_mib: usize,
 
@@ -146,6 +159,27 @@ pub struct ServeConfig {
     /// working within this bound; one revoked by this process stops at once.
     #[arg(long, env = "WPDS_AUTH_CACHE_TTL_MS", default_value_t = 5000)]
     pub auth_cache_ttl_ms: u64,
+
+    /// Compress response bodies over 1 KiB (brotli or gzip, as `Accept-Encoding` allows).
+    #[arg(long, env = "WPDS_COMPRESSION", default_value_t = true, action = clap::ArgAction::Set)]
+    pub compression: bool,
+
+    /// Origins whose browser pages may call the API (comma-separated, e.g.
+    /// `https://app.example.com`); none by default, so no cross-origin page can.
+    #[arg(long, env = "WPDS_CORS_ORIGINS", value_delimiter = ',', value_parser = parse_origin)]
+    pub cors_origins: Vec<String>,
+
+    /// Address and port of a separate listener serving Prometheus metrics at `/metrics`
+    /// (never the API's listener, so they are never exposed with the API); unset, no
+    /// metrics are kept.
+    #[arg(long, env = "WPDS_METRICS_BIND")]
+    pub metrics_bind: Option<SocketAddr>,
+
+    /// OpenTelemetry collector to export traces to with OTLP over HTTP (protobuf), e.g.
+    /// `http://127.0.0.1:4318` (traces go to its `/v1/traces`); unset, tracing is off. The
+    /// other standard `OTEL_*` variables apply (service name, headers, sampler, batching).
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+    pub otlp_endpoint: Option<String>,
 
     /// Load the bundled demo workspace into an empty database and print working tokens and
     /// the Swagger UI address; access tokens (printed and refreshed) then live 24 hours.
@@ -166,13 +200,19 @@ impl ServeConfig {
             },
             tokens: TokenArgs { access_token_ttl: 900, refresh_token_ttl: 2_592_000 },
             log: "info".to_owned(),
+            log_format: crate::logging::LogFormat::Text,
             workers: 2,
             shutdown_timeout: 30,
+            drain_seconds: 0,
             rate_limit_per_minute: 0,
             trusted_proxies: Vec::new(),
             auth_cache_ttl_ms: 5000,
             body_timeout_ms: 10_000,
             body_memory_mib: 64,
+            compression: true,
+            metrics_bind: None,
+            otlp_endpoint: None,
+            cors_origins: Vec::new(),
             demo: false,
         }
     }
@@ -186,6 +226,78 @@ impl ServeConfig {
     pub fn shutdown_grace(&self) -> Duration {
         Duration::from_secs(self.shutdown_timeout)
     }
+}
+
+/// Every setting of `matches` (a parsed `serve` command line, `command` its definition)
+/// that does not hold its default, as `NAME=value` (the environment variable's name, or the
+/// flag's where it has none), in the definition's order, secrets redacted: for the
+/// start-up line, so an operator sees at once how an instance was configured.
+pub fn non_default_settings(command: &clap::Command, matches: &clap::ArgMatches) -> Vec<String> {
+    command
+        .get_arguments()
+        .filter_map(|arg| {
+            let id = arg.get_id().as_str();
+            let source = matches.value_source(id)?;
+            if source == clap::parser::ValueSource::DefaultValue {
+                return None;
+            }
+            let name = arg
+                .get_env()
+                .map(|env| env.to_string_lossy().into_owned())
+                .unwrap_or_else(|| format!("--{}", arg.get_long().unwrap_or(id)));
+            let values: Vec<String> = matches
+                .get_raw(id)
+                .map(|raw| raw.map(|v| redact(&v.to_string_lossy())).collect())
+                .unwrap_or_default();
+            Some(if values.is_empty() { name } else { format!("{name}={}", values.join(",")) })
+        })
+        .collect()
+}
+
+/// `value` with any password a URL carries replaced by `***` (`postgres://u:secret@h/db`,
+/// `…?password=secret`).
+pub fn redact(value: &str) -> String {
+    let mut out = value.to_owned();
+    if let Some(scheme_end) = out.find("://") {
+        let rest_start = scheme_end + 3;
+        let authority_end = out[rest_start..].find(['/', '?', '#']).map_or(out.len(), |i| rest_start + i);
+        if let Some(at) = out[rest_start..authority_end].rfind('@') {
+            let userinfo = &out[rest_start..rest_start + at];
+            if let Some(colon) = userinfo.find(':') {
+                out.replace_range(rest_start + colon + 1..rest_start + at, "***");
+            }
+        }
+    }
+    if let Some(query_start) = out.find('?') {
+        let (head, query) = out.split_at(query_start + 1);
+        let query: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((key, _)) if key.eq_ignore_ascii_case("password") => format!("{key}=***"),
+                _ => pair.to_owned(),
+            })
+            .collect();
+        out = format!("{head}{}", query.join("&"));
+    }
+    out
+}
+
+/// An origin as browsers send it: `http` or `https`, a host, an optional port, nothing
+/// after (no path, no trailing slash), so it compares equal to the `Origin` header.
+fn parse_origin(text: &str) -> Result<String, String> {
+    let text = text.trim();
+    let rest = text
+        .strip_prefix("https://")
+        .or_else(|| text.strip_prefix("http://"))
+        .ok_or_else(|| format!("{text:?}: an origin starts with http:// or https://"))?;
+    let well_formed = !rest.is_empty()
+        && rest.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']'));
+    if !well_formed {
+        return Err(format!(
+            "{text:?}: an origin is scheme://host[:port], without a path or a trailing slash"
+        ));
+    }
+    Ok(text.to_ascii_lowercase())
 }
 
 #[cfg(test)]
@@ -210,5 +322,52 @@ mod tests {
         assert_eq!(parse(&["--sqlite-synchronous", "normal"]).unwrap(), SqliteSynchronous::Normal);
         assert_eq!(parse(&["--sqlite-synchronous", "full"]).unwrap(), SqliteSynchronous::Full);
         assert!(parse(&["--sqlite-synchronous", "off"]).is_err(), "OFF is not offered");
+    }
+
+    #[test]
+    fn cors_origins_are_scheme_host_and_port_only() {
+        assert_eq!(parse_origin("https://App.Example.com").unwrap(), "https://app.example.com");
+        assert_eq!(parse_origin(" http://127.0.0.1:5173 ").unwrap(), "http://127.0.0.1:5173");
+        for bad in
+            ["app.example.com", "https://app.example.com/", "https://a.example/x", "*", "ftp://a", "https://"]
+        {
+            assert!(parse_origin(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn passwords_in_urls_are_redacted() {
+        assert_eq!(redact("postgres://app:s3cr3t@db:5432/wpds"), "postgres://app:***@db:5432/wpds");
+        assert_eq!(
+            redact("postgres://app@db/wpds?password=x&sslmode=require"),
+            "postgres://app@db/wpds?password=***&sslmode=require"
+        );
+        assert_eq!(redact("sqlite://wpds.sqlite3"), "sqlite://wpds.sqlite3");
+        assert_eq!(redact("0.0.0.0:8080"), "0.0.0.0:8080");
+    }
+
+    #[test]
+    fn only_settings_that_differ_from_their_default_are_listed() {
+        #[derive(Debug, Parser)]
+        struct Serve {
+            #[command(flatten)]
+            config: ServeConfig,
+        }
+        let command = <Serve as clap::CommandFactory>::command();
+        let matches = command
+            .clone()
+            .try_get_matches_from([
+                "wpds",
+                "--bind",
+                "0.0.0.0:9000",
+                "--database-url",
+                "postgres://a:b@h/d",
+                "--demo",
+            ])
+            .unwrap();
+        assert_eq!(
+            non_default_settings(&command, &matches),
+            ["WPDS_BIND=0.0.0.0:9000", "DATABASE_URL=postgres://a:***@h/d", "--demo=true"]
+        );
     }
 }

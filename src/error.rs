@@ -5,6 +5,7 @@
 //! detail for the log only.
 
 use serde_json::Value;
+use wpds_contract::problem::ProblemCode;
 use wpds_contract::types::{BulkEditConflict, ProblemError};
 use wpds_contract::validation::Violations;
 
@@ -42,7 +43,7 @@ pub enum ApiError {
     /// A 422: `unprocessable` (or another catalogued 422 code) naming the fields.
     Unprocessable {
         /// The problem code (`unprocessable`, `idempotency_key_reused`).
-        code: &'static str,
+        code: ProblemCode,
         /// What is wrong, for people.
         detail: String,
         /// The field(s) and the rule's code.
@@ -52,18 +53,21 @@ pub enum ApiError {
     RateLimited(u32),
     /// 503 `unavailable`, retry after the given seconds.
     Unavailable(u32),
-    /// 503 `unavailable` because the memory for request bodies stayed taken (by other
-    /// requests) for the whole body timeout; retry after the given seconds.
+    /// 503 `unavailable` from `/readyz` while the server drains for a shutdown.
+    Draining,
+    /// 503 `unavailable` because the memory for request bodies is taken by other requests
+    /// (the waiting part full, or the processing share not free within the body timeout);
+    /// retry after the given seconds. The connection closes: the body was not read.
     Overloaded(u32),
     /// 500 `internal`; the text is logged, never sent.
     Internal(String),
 }
 
 /// The body of a 409.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Conflict {
     /// The problem code (`version_conflict`, `already_retired`, …).
-    pub code: &'static str,
+    pub code: ProblemCode,
     /// What conflicts, for people.
     pub detail: String,
     /// The record's current version, on `version_conflict`.
@@ -80,23 +84,25 @@ pub struct Conflict {
 
 impl ApiError {
     /// The problem code this error answers with.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ProblemCode {
         match self {
-            ApiError::Validation(_) => "validation_failed",
-            ApiError::Unauthenticated { .. } => "unauthenticated",
-            ApiError::InvalidGrant => "invalid_grant",
-            ApiError::Forbidden(_) => "forbidden",
-            ApiError::NotFound(_) => "not_found",
-            ApiError::MethodNotAllowed(_) => "method_not_allowed",
-            ApiError::NotAcceptable => "not_acceptable",
-            ApiError::RequestTimeout(_) => "request_timeout",
-            ApiError::PayloadTooLarge(_) => "payload_too_large",
-            ApiError::UnsupportedMediaType => "unsupported_media_type",
+            ApiError::Validation(_) => ProblemCode::ValidationFailed,
+            ApiError::Unauthenticated { .. } => ProblemCode::Unauthenticated,
+            ApiError::InvalidGrant => ProblemCode::InvalidGrant,
+            ApiError::Forbidden(_) => ProblemCode::Forbidden,
+            ApiError::NotFound(_) => ProblemCode::NotFound,
+            ApiError::MethodNotAllowed(_) => ProblemCode::MethodNotAllowed,
+            ApiError::NotAcceptable => ProblemCode::NotAcceptable,
+            ApiError::RequestTimeout(_) => ProblemCode::RequestTimeout,
+            ApiError::PayloadTooLarge(_) => ProblemCode::PayloadTooLarge,
+            ApiError::UnsupportedMediaType => ProblemCode::UnsupportedMediaType,
             ApiError::Conflict(conflict) => conflict.code,
-            ApiError::Unprocessable { code, .. } => code,
-            ApiError::RateLimited(_) => "rate_limited",
-            ApiError::Unavailable(_) | ApiError::Overloaded(_) => "unavailable",
-            ApiError::Internal(_) => "internal",
+            ApiError::Unprocessable { code, .. } => *code,
+            ApiError::RateLimited(_) => ProblemCode::RateLimited,
+            ApiError::Unavailable(_) | ApiError::Overloaded(_) | ApiError::Draining => {
+                ProblemCode::Unavailable
+            }
+            ApiError::Internal(_) => ProblemCode::Internal,
         }
     }
 }
@@ -117,10 +123,14 @@ impl From<wpds_storage::StoreError> for ApiError {
             StoreError::Rule(violations) => {
                 let shown = violations.iter().take(wpds_contract::problem::MAX_LISTED_ERRORS);
                 let detail = shown.map(|v| v.message.as_str()).collect::<Vec<_>>().join("; ");
-                ApiError::Unprocessable { code: "unprocessable", detail, errors: to_errors(violations) }
+                ApiError::Unprocessable {
+                    code: ProblemCode::Unprocessable,
+                    detail,
+                    errors: to_errors(violations),
+                }
             }
             StoreError::IdempotencyKeyReused(key) => ApiError::Unprocessable {
-                code: "idempotency_key_reused",
+                code: ProblemCode::IdempotencyKeyReused,
                 detail: format!("requestId {key} was used for another request."),
                 errors: vec![ProblemError::new(
                     ProblemErrorIn::Body,
@@ -137,11 +147,13 @@ impl From<wpds_storage::StoreError> for ApiError {
                     detail,
                     current,
                     errors,
-                    ..Conflict::default()
+                    current_version: None,
+                    current_revision: None,
+                    conflicts: None,
                 }))
             }
             StoreError::VersionConflict(stale) => ApiError::Conflict(Box::new(Conflict {
-                code: "version_conflict",
+                code: ProblemCode::VersionConflict,
                 detail: stale.detail,
                 current_version: stale.current_version,
                 current_revision: stale.current_revision,

@@ -6,6 +6,16 @@
 //! operation runs through (request id, content negotiation, body limits, validation from the
 //! document, problem+json errors) and the operational endpoints.
 //!
+//! Layers, each looking only down (`scripts/check-module-cycles` proves no module and no
+//! top-level module refers back to one that refers to it):
+//! `server` → `operations` (generated) and [`handlers`] → [`http`] → [`state`] →
+//! [`auth_cache`], [`rate_limit`], [`metrics`], [`telemetry`] → [`error`], [`config`],
+//! [`logging`] → the storage and contract crates.
+//!
+//! What an operator sees is switched by settings and costs nothing when off: the access
+//! log and JSON lines ([`logging`], [`http::access_log`]), Prometheus metrics on their own
+//! listener ([`metrics`]), OpenTelemetry traces ([`telemetry`]); see `docs/operations.md`.
+//!
 //! Rules:
 //! - Handlers stay thin: read the typed input, call one domain or storage function, map the
 //!   result. Nothing about HTTP leaks below them.
@@ -17,10 +27,15 @@
 //!   [`state::AppState::write`] (on SQLite the writer thread, which batches writes; a write
 //!   sent through `run` would still be correct, only slower, queuing on SQLite's lock).
 
+pub mod auth_cache;
 pub mod config;
 pub mod error;
 pub mod handlers;
 pub mod http;
+pub mod logging;
+pub mod metrics;
 pub mod operations;
+pub mod rate_limit;
 pub mod server;
 pub mod state;
+pub mod telemetry;

@@ -1,16 +1,17 @@
 //! `wpds`: the Workspace Project-Data Service command line.
 //!
 //! `serve` runs the HTTP server; `migrate`, `seed` and `token issue` are the operator's
-//! tools. Every setting comes from a flag or its environment variable (`--help` lists
+//! tools; `healthcheck` asks a running server whether it is ready (a container's
+//! `HEALTHCHECK`, with no shell or curl in the image). Every setting comes from a flag or its environment variable (`--help` lists
 //! both and the defaults).
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::net::TcpListener;
 use std::process::ExitCode;
 use std::sync::Arc;
+use wpds::auth_cache::AuthCache;
 use wpds::config::{DatabaseArgs, ServeConfig, TokenArgs};
-use wpds::http::auth_cache::AuthCache;
-use wpds::http::rate_limit::RateLimiter;
+use wpds::rate_limit::RateLimiter;
 use wpds::state::AppState;
 use wpds_storage::{Database, auth, seed};
 
@@ -56,6 +57,21 @@ enum Command {
         #[command(subcommand)]
         command: TokenCommand,
     },
+    /// Exit 0 if the server at WPDS_BIND answers `/readyz` (or `/healthz` with --live)
+    /// with 200 within 3 s, else 1: a container's HEALTHCHECK.
+    Healthcheck(HealthcheckArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct HealthcheckArgs {
+    /// The server's address: its WPDS_BIND (an unspecified address such as 0.0.0.0 is
+    /// asked on loopback).
+    #[arg(long, env = "WPDS_BIND", default_value = "127.0.0.1:8080")]
+    bind: std::net::SocketAddr,
+    /// Ask `/healthz` (the process serves HTTP) instead of `/readyz` (it can answer
+    /// operations).
+    #[arg(long)]
+    live: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -73,14 +89,22 @@ enum TokenCommand {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let log = match &cli.command {
-        Command::Serve(config) => config.log.clone(),
-        _ => std::env::var("WPDS_LOG").unwrap_or_else(|_| "warn".to_owned()),
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let (log, format) = match &cli.command {
+        Command::Serve(config) => (config.log.clone(), config.log_format),
+        _ => (std::env::var("WPDS_LOG").unwrap_or_else(|_| "warn".to_owned()), Default::default()),
     };
-    env_logger::Builder::new().parse_filters(&log).format_timestamp_millis().init();
+    wpds::logging::init(&log, format);
     let outcome = match cli.command {
-        Command::Serve(config) => serve(config),
+        Command::Serve(config) => {
+            let command = Cli::command();
+            let serve_command = command.find_subcommand("serve").expect("serve is a subcommand");
+            let serve_matches = matches.subcommand_matches("serve").expect("serve was given");
+            let settings = wpds::config::non_default_settings(serve_command, serve_matches);
+            serve(config, &settings)
+        }
+        Command::Healthcheck(args) => return healthcheck(&args),
         Command::Migrate { database } => migrate(&database),
         Command::Seed { file, database } => load_fixture(&file, &database),
         Command::Token { command: TokenCommand::Issue { user, database, tokens } } => {
@@ -141,11 +165,21 @@ fn issue_token(user: &str, database: &DatabaseArgs, tokens: &TokenArgs) -> Resul
 /// after the production default of 15 minutes.
 const DEMO_ACCESS_TTL: u64 = 24 * 60 * 60;
 
-fn serve(mut config: ServeConfig) -> Result<(), String> {
+fn serve(mut config: ServeConfig, settings: &[String]) -> Result<(), String> {
     if config.demo {
         config.tokens.access_token_ttl = DEMO_ACCESS_TTL;
     }
     let db = open(&config.database)?;
+    log::info!(
+        "wpds {} (contract {}) on {}; settings not at their default: {}",
+        env!("CARGO_PKG_VERSION"),
+        wpds_contract::document::parsed()["info"]["version"].as_str().unwrap_or("?"),
+        match db.engine() {
+            wpds_storage::Engine::Sqlite => "sqlite",
+            wpds_storage::Engine::Postgres => "postgres",
+        },
+        if settings.is_empty() { "none".to_owned() } else { settings.join(" ") }
+    );
     let listener =
         TcpListener::bind(config.bind).map_err(|e| format!("cannot listen on {}: {e}", config.bind))?;
     let address = listener.local_addr().map(browser_address).unwrap_or_default();
@@ -153,7 +187,7 @@ fn serve(mut config: ServeConfig) -> Result<(), String> {
         demo(&db, &config.tokens, &address)?;
     }
     let shared_counters = db.engine() == wpds_storage::Engine::Postgres;
-    let state = AppState {
+    let mut state = AppState {
         db: Arc::new(db),
         lifetimes: config.tokens.lifetimes(),
         limiter: Arc::new(RateLimiter::new(
@@ -162,16 +196,100 @@ fn serve(mut config: ServeConfig) -> Result<(), String> {
             config.trusted_proxies.clone(),
         )),
         auth_cache: Arc::new(AuthCache::new(config.auth_cache_ttl())),
+        draining: Default::default(),
+        metrics: None,
     };
+    let metrics_listener = match config.metrics_bind {
+        Some(bind) => {
+            let listener =
+                TcpListener::bind(bind).map_err(|e| format!("cannot listen for metrics on {bind}: {e}"))?;
+            let ids: Vec<&str> = wpds::operations::OPERATIONS.iter().map(|op| op.id).collect();
+            let metrics = Arc::new(wpds::metrics::Metrics::new(Arc::clone(&state.db), &ids));
+            state.metrics = Some(Arc::clone(&metrics));
+            Some((metrics, listener))
+        }
+        None => None,
+    };
+    let engine = match state.db.engine() {
+        wpds_storage::Engine::Sqlite => "sqlite",
+        wpds_storage::Engine::Postgres => "postgres",
+    };
+    if wpds::telemetry::init(config.otlp_endpoint.as_deref(), engine)? {
+        log::info!("tracing: exporting spans with OTLP/HTTP");
+    }
+    observe_writer(&state);
+    let draining = Arc::clone(&state.draining);
+    let drain = std::time::Duration::from_secs(config.drain_seconds);
     actix_web::rt::System::new()
         .block_on(async move {
             let server = wpds::server::start(&config, state, listener)?;
+            let mut handles = vec![server.handle()];
+            if let Some((metrics, listener)) = metrics_listener {
+                let at = listener.local_addr()?;
+                let metrics_server = wpds::server::start_metrics(metrics, listener)?;
+                handles.push(metrics_server.handle());
+                actix_web::rt::spawn(metrics_server);
+                log::info!("metrics at http://{at}/metrics");
+            }
+            actix_web::rt::spawn(wpds::server::stop_on_signal(handles, draining, drain));
             log::info!("listening on http://{address} (Swagger UI at http://{address}/docs/)");
             server.await
         })
         .map_err(|e| format!("server failed: {e}"))?;
+    wpds::telemetry::shutdown();
     log::info!("stopped");
     Ok(())
+}
+
+/// `wpds healthcheck`: one `GET` over a plain TCP connection (the image has no curl),
+/// within 3 s; exit 0 on a 200.
+fn healthcheck(args: &HealthcheckArgs) -> ExitCode {
+    use std::io::{Read, Write};
+    let mut address = args.bind;
+    if address.ip().is_unspecified() {
+        address.set_ip(match address {
+            std::net::SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+            std::net::SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+        });
+    }
+    let path = if args.live { "/healthz" } else { "/readyz" };
+    let limit = std::time::Duration::from_secs(3);
+    let answer = (|| -> std::io::Result<String> {
+        let mut stream = std::net::TcpStream::connect_timeout(&address, limit)?;
+        stream.set_read_timeout(Some(limit))?;
+        stream.set_write_timeout(Some(limit))?;
+        write!(stream, "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n")?;
+        let mut head = [0u8; 12];
+        stream.read_exact(&mut head)?;
+        Ok(String::from_utf8_lossy(&head).into_owned())
+    })();
+    match answer {
+        Ok(head) if head.starts_with("HTTP/1.1 200") => ExitCode::SUCCESS,
+        Ok(head) => {
+            eprintln!("wpds healthcheck: {path} at {address} answered {}", head.get(9..12).unwrap_or("?"));
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("wpds healthcheck: {path} at {address}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Has the SQLite writer report its committed batches to the metrics (their sizes) and to
+/// tracing (a span linking to the requests each batch carried), where those are on.
+fn observe_writer(state: &AppState) {
+    let Some(writer) = state.db.writer() else { return };
+    let metrics = state.metrics.clone();
+    if metrics.is_none() && !wpds::telemetry::enabled() {
+        return;
+    }
+    writer.observe_batches(Box::new(move |batch| {
+        if let Some(metrics) = &metrics {
+            metrics.batch_committed(batch.writes);
+        }
+        wpds::telemetry::record_batch(batch.writes, batch.started, batch.finished, &batch.links);
+    }));
 }
 
 /// How a person reaches `bound` from a browser on this machine: a loopback address is shown

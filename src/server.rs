@@ -3,22 +3,20 @@
 use crate::config::ServeConfig;
 use crate::error::ApiError;
 use crate::handlers::Service;
-use crate::http::dispatch::BodyReader;
-use crate::http::{docs, health, problem, request_id, security};
+use crate::http::body::BodyReader;
+use crate::http::{access_log, cors, docs, edge, health, problem};
 use crate::operations;
 use crate::state::AppState;
-use actix_web::middleware::{Condition, Logger, from_fn};
+use actix_web::middleware::{Condition, from_fn};
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use std::io;
 use std::net::TcpListener;
 use wpds_contract::validation::Contract;
 
-/// The access-log line: client, request line, status, bytes, milliseconds, trace id.
-const ACCESS_LOG: &str = r#"%a "%r" %s %b %Dms request_id=%{x-request-id}o"#;
-
-/// Starts serving on `listener`. The returned server runs until it is stopped or the
-/// process receives SIGTERM or SIGINT, when in-flight requests get
-/// [`ServeConfig::shutdown_grace`] to finish and new connections are refused.
+/// Starts serving on `listener`. The returned server runs until it is stopped through its
+/// handle ([`stop_on_signal`] does it on SIGTERM or SIGINT): then new connections are
+/// refused and in-flight requests get [`ServeConfig::shutdown_grace`] to finish. actix's
+/// own signal handling is off, so a drain period can come first.
 pub fn start(
     config: &ServeConfig,
     state: AppState,
@@ -31,26 +29,32 @@ pub fn start(
         config.body_memory_mib.saturating_mul(1024 * 1024),
     ));
     let state = web::Data::new(state);
-    // The logger renders parts of its line (client address, request line) as each request
-    // arrives, whether or not the line is then written: it is only mounted when the log
-    // filter lets its lines through (the filter is fixed at start-up).
-    let access_log = log::log_enabled!(target: "actix_web::middleware::logger", log::Level::Info);
+    let edge = edge::Edge {
+        compress: config.compression,
+        access_log: access_log::enabled(),
+        metrics: state.metrics.clone(),
+    };
+    let cors_origins = config.cors_origins.clone();
     let mut server = HttpServer::new(move || {
         App::new()
             .app_data(contract.clone())
             .app_data(state.clone())
             .app_data(service.clone())
             .app_data(body_reader.clone())
-            .wrap(from_fn(problem::shape_bare_errors))
-            .wrap(from_fn(request_id::middleware))
-            .wrap(from_fn(security::middleware))
-            .wrap(Condition::new(access_log, Logger::new(ACCESS_LOG)))
+            // Inside the edge, so a preflight answer and every CORS-headed answer still get
+            // the request id and the security headers.
+            .wrap(Condition::new(!cors_origins.is_empty(), cors::policy(&cors_origins)))
+            .wrap(from_fn({
+                let edge = edge.clone();
+                move |req, next| edge.clone().handle(req, next)
+            }))
             .configure(health::configure)
             .configure(docs::configure)
             .configure(operations::configure::<Service>)
             .default_service(web::to(not_found))
     })
-    .shutdown_timeout(config.shutdown_timeout);
+    .shutdown_timeout(config.shutdown_timeout)
+    .disable_signals();
     let workers = match config.workers {
         0 => std::thread::available_parallelism().map_or(1, usize::from),
         n => n,
@@ -63,6 +67,29 @@ pub fn start(
         .worker_max_blocking_threads(pool_size.div_ceil(workers).max(1))
         .max_connections(connections);
     Ok(server.listen(listener)?.run())
+}
+
+/// Serves `metrics` at `GET /metrics` on `listener`, a listener of its own (never the
+/// API's), with one worker; stopped with the API server by [`stop_on_signal`].
+pub fn start_metrics(
+    metrics: std::sync::Arc<crate::metrics::Metrics>,
+    listener: TcpListener,
+) -> io::Result<actix_web::dev::Server> {
+    let metrics = web::Data::from(metrics);
+    Ok(HttpServer::new(move || {
+        App::new().app_data(metrics.clone()).route(
+            "/metrics",
+            web::get().to(|metrics: web::Data<crate::metrics::Metrics>| async move {
+                HttpResponse::Ok()
+                    .content_type("text/plain; version=0.0.4; charset=utf-8")
+                    .body(metrics.render())
+            }),
+        )
+    })
+    .workers(1)
+    .disable_signals()
+    .listen(listener)?
+    .run())
 }
 
 /// Descriptors kept for everything but client connections: the listener, each worker's
@@ -100,6 +127,52 @@ fn raise_descriptor_limit() -> u64 {
         }
     }
     limit.rlim_cur
+}
+
+/// Waits for SIGTERM or SIGINT, then drains: for `drain` the server keeps accepting and
+/// serving while `draining` makes `/readyz` answer 503 (a load balancer takes the instance
+/// out); then it stops the servers of `handles` (the API's first, then the metrics
+/// listener) gracefully (the listener closes, in-flight requests finish within the
+/// shutdown timeout). A second signal during the drain ends it at once.
+pub async fn stop_on_signal(
+    handles: Vec<actix_web::dev::ServerHandle>,
+    draining: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    drain: std::time::Duration,
+) {
+    use actix_web::rt::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
+    else {
+        log::error!("cannot listen for SIGTERM and SIGINT: the server stops only when killed");
+        return;
+    };
+    next_signal(&mut term, &mut int).await;
+    draining.store(true, std::sync::atomic::Ordering::Relaxed);
+    if !drain.is_zero() {
+        log::info!(
+            "stop signal received; draining for {} s (readiness answers 503), still serving",
+            drain.as_secs()
+        );
+        let cut_short = futures_util::future::select(
+            Box::pin(actix_web::rt::time::sleep(drain)),
+            Box::pin(next_signal(&mut term, &mut int)),
+        )
+        .await;
+        if matches!(cut_short, futures_util::future::Either::Right(_)) {
+            log::info!("second stop signal: the drain ends early");
+        }
+    }
+    log::info!("stop signal received; starting graceful shutdown");
+    for handle in handles {
+        handle.stop(true).await;
+    }
+}
+
+/// The next SIGTERM or SIGINT.
+async fn next_signal(
+    term: &mut actix_web::rt::signal::unix::Signal,
+    int: &mut actix_web::rt::signal::unix::Signal,
+) {
+    futures_util::future::select(Box::pin(term.recv()), Box::pin(int.recv())).await;
 }
 
 async fn not_found(req: HttpRequest) -> HttpResponse {

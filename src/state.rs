@@ -2,9 +2,9 @@
 //! authentication cache, and the bridges that keep diesel work off the async threads (the
 //! blocking pool for reads, the SQLite writer thread for writes).
 
+use crate::auth_cache::AuthCache;
 use crate::error::ApiError;
-use crate::http::auth_cache::AuthCache;
-use crate::http::rate_limit::RateLimiter;
+use crate::rate_limit::RateLimiter;
 use std::cell::Cell;
 use std::future::Future;
 use std::sync::Arc;
@@ -23,6 +23,11 @@ pub struct AppState {
     pub limiter: Arc<RateLimiter>,
     /// Recent answers of the 401 and 403 steps.
     pub auth_cache: Arc<AuthCache>,
+    /// Set once the server was told to stop: it is draining, and readiness answers 503 so
+    /// load balancers take it out while it still serves (see [`crate::server::stop_on_signal`]).
+    pub draining: Arc<std::sync::atomic::AtomicBool>,
+    /// The Prometheus metrics, when they are served (`WPDS_METRICS_BIND`).
+    pub metrics: Option<Arc<crate::metrics::Metrics>>,
 }
 
 tokio::task_local! {
@@ -60,11 +65,17 @@ impl AppState {
         F: FnOnce(&mut DbConn) -> Result<T, StoreError> + Send + 'static,
     {
         let db = Arc::clone(&self.db);
+        let engine = db.engine();
+        let metrics = self.metrics.clone();
         self.within_budget(|budget| async move {
             let deadline = Instant::now() + budget;
             let call = actix_web::web::block(move || {
-                let left = deadline.saturating_duration_since(Instant::now());
+                let checkout = Instant::now();
+                let left = deadline.saturating_duration_since(checkout);
                 let (mut conn, shortened) = db.conn_within(left)?;
+                if let Some(metrics) = &metrics {
+                    metrics.pool_wait.observe(checkout.elapsed().as_secs_f64());
+                }
                 let result = work(&mut conn);
                 // A failure in the database, or in putting the lock wait back, means the
                 // connection may be broken: release closes it.
@@ -73,6 +84,11 @@ impl AppState {
                 db.release(conn, failed, Instant::now() > deadline);
                 result
             });
+            let call = crate::telemetry::in_span(
+                "database",
+                || crate::telemetry::database_attributes(engine, false),
+                call,
+            );
             match tokio::time::timeout_at(deadline.into(), call).await {
                 Err(_) => Err(ApiError::from(deadline_passed())),
                 Ok(Err(blocking)) => Err(ApiError::Internal(format!("blocking pool: {blocking}"))),
@@ -95,7 +111,15 @@ impl AppState {
             let deadline = Instant::now() + budget;
             // The writer refuses a job whose deadline has passed; this keeps the deadline
             // for a job queued behind a batch that stalls (a slow disk).
-            match tokio::time::timeout_at(deadline.into(), writer.submit(deadline, work)).await {
+            let link = crate::telemetry::current_link();
+            let submitted = writer.submit_traced(deadline, link, work);
+            let engine = self.db.engine();
+            let traced = crate::telemetry::in_span(
+                "database",
+                || crate::telemetry::database_attributes(engine, true),
+                submitted,
+            );
+            match tokio::time::timeout_at(deadline.into(), traced).await {
                 Err(_) => Err(deadline_passed()),
                 Ok(result) => result,
             }

@@ -9,7 +9,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use std::sync::OnceLock;
-use wpds_contract::validation::Contract;
+use wpds_contract::validation::{Contract, RawRequest};
 
 /// Every operation of the document, with plausible path parameters.
 const OPERATIONS: &[(&str, &[(&str, &str)])] = &[
@@ -40,5 +40,5 @@ fuzz_target!(|data: &[u8]| {
         None => (&[][..], rest),
     };
     let query = String::from_utf8_lossy(query);
-    let _ = contract().validate(id, path, &query, Some(body));
+    let _ = contract().validate(id, RawRequest { path, query: &query, headers: &(), body: Some(body) });
 });

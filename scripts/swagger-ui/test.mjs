@@ -11,6 +11,12 @@
 //   SWAGGER_UI_SCREENSHOT           where to save the screenshot
 //   SWAGGER_UI_DROP_OPERATION       (to prove the check fails) drop this operation from the
 //                                   /docs/openapi.json that the browser receives
+//   CORS_ALLOWED_PORT, CORS_OTHER_PORT  two free loopback ports: a page served from the
+//                                   first (an origin on the server's WPDS_CORS_ORIGINS) must
+//                                   be able to call an operation with a bearer token and read
+//                                   the answer and its X-Request-Id; one from the second (not
+//                                   on the list) must not
+import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -47,6 +53,53 @@ const watchdog = setTimeout(() => {
   console.error('check-swagger-ui: FAILED: the browser test did not finish within 90 s');
   process.exit(1);
 }, 90_000);
+
+// A page on http://127.0.0.1:PORT that calls the API with a bearer token from the browser
+// (fetch, so CORS applies) and reports what it could read.
+const CALLER_PAGE = `<!doctype html><meta charset="utf-8"><title>caller</title><script>
+  window.called = fetch(${JSON.stringify(`${baseUrl}/v1/workspaces/1/projects/7/sync-updates/commercial-receipts?limit=1`)}, {
+    headers: { Authorization: ${JSON.stringify(`Bearer ${token}`)} },
+  }).then(async (r) => ({ ok: true, status: r.status, requestId: r.headers.get('x-request-id'), items: (await r.json()).items.length }),
+          (e) => ({ ok: false, error: String(e) }));
+</script>`;
+
+/// Serves CALLER_PAGE on 127.0.0.1:port; resolves to the server.
+function servePage(port) {
+  return new Promise((resolve) => {
+    const server = createServer((_, response) => {
+      response.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' });
+      response.end(CALLER_PAGE);
+    });
+    server.listen(Number(port), '127.0.0.1', () => resolve(server));
+  });
+}
+
+/// Opens the caller page from the allowed origin and from the other one; fails unless the
+/// first reads a 200 and its X-Request-Id and the second is refused by the browser.
+async function crossOriginCalls(context) {
+  const allowedPort = env('CORS_ALLOWED_PORT');
+  const otherPort = env('CORS_OTHER_PORT');
+  const servers = await Promise.all([servePage(allowedPort), servePage(otherPort)]);
+  try {
+    const outcome = async (port) => {
+      const page = await context.newPage();
+      await page.goto(`http://127.0.0.1:${port}/`);
+      const result = await page.evaluate(() => window.called);
+      await page.close();
+      return result;
+    };
+    const allowed = await outcome(allowedPort);
+    if (!allowed.ok || allowed.status !== 200 || !allowed.requestId || allowed.items !== 1) {
+      fail(`a page of the allowed origin http://127.0.0.1:${allowedPort} could not call the API: ${JSON.stringify(allowed)}`);
+    }
+    const other = await outcome(otherPort);
+    if (other.ok) fail(`a page of http://127.0.0.1:${otherPort}, not on WPDS_CORS_ORIGINS, read the answer: ${JSON.stringify(other)}`);
+    step(`cross-origin: allowed ${JSON.stringify(allowed)}, other ${JSON.stringify(other)}`);
+    return `allowed origin read ${allowed.status} (X-Request-Id ${allowed.requestId ? 'exposed' : 'hidden'}), other origin refused`;
+  } finally {
+    for (const server of servers) server.close();
+  }
+}
 
 let context;
 try {
@@ -241,6 +294,8 @@ try {
     fullPage: true,
     clip: { x: from.x, y: from.y + scrollY, width: from.width, height: to.y + to.height - from.y + 8 },
   });
+  // 5. Cross-origin: a page of another origin calls the API from the browser.
+  const cors = await crossOriginCalls(context);
   if (pageErrors.length) fail(`JavaScript errors on the page: ${pageErrors.join(' | ')}`);
   if (policyViolations.length) fail(`the Content-Security-Policy blocked: ${policyViolations.join(' | ')}`);
   // The pasted token lives in memory only, never in the browser's storage.
@@ -254,7 +309,7 @@ try {
     console.log(
       `check-swagger-ui: ${listed.length}/${expected.length} operations listed, authorized, ` +
         `all ${expected.length} executed with their first example (${OPERATION} -> ${status}); ` +
-        `${blocked.length} non-loopback requests; screenshot ${screenshot}`,
+        `${blocked.length} non-loopback requests; cross-origin: ${cors}; screenshot ${screenshot}`,
     );
   }
 } catch (error) {

@@ -1,11 +1,12 @@
-//! Administrative operations (4.6, 4.10). The pipeline has already checked that the caller
-//! is a platform administrator.
+//! Administrative operations (`retireGlobalCompany`, `resetAssistantCreditAllowance`). The
+//! pipeline has already checked that the caller is a platform administrator.
 
 use super::record_id;
 use crate::error::ApiError;
-use crate::operations::{Reply, RequestContext};
+use crate::operations::{RequestContext, ResetAssistantCreditAllowanceResponse, RetireGlobalCompanyResponse};
 use crate::state::AppState;
 use wpds_contract::types::*;
+use wpds_storage::ids::SentId;
 use wpds_storage::{companies, credits};
 
 /// `retire_global_company`: retires a global company once, writing the audit log.
@@ -14,11 +15,11 @@ pub async fn retire_global_company(
     ctx: RequestContext,
     path: RetireGlobalCompanyPath,
     body: RetireCompanyRequest,
-) -> Result<Reply<GlobalCompany>, ApiError> {
+) -> Result<RetireGlobalCompanyResponse, ApiError> {
     let company_id = record_id(&path.company_id, "global company")?;
     let actor = ctx.caller()?.user_id;
     let company = state.write(move |conn| companies::retire(conn, company_id, actor, &body.reason)).await?;
-    Ok(Reply::new(company))
+    Ok(RetireGlobalCompanyResponse::Created(company))
 }
 
 /// `reset_assistant_credit_allowance`: sets a user's used credits of one cycle to 0.
@@ -27,14 +28,14 @@ pub async fn reset_assistant_credit_allowance(
     ctx: RequestContext,
     path: ResetAssistantCreditAllowancePath,
     body: ResetCreditAllowanceRequest,
-) -> Result<Reply<CreditResetResult>, ApiError> {
-    let reset = credits::CreditReset {
+) -> Result<ResetAssistantCreditAllowanceResponse, ApiError> {
+    let reset = credits::NewCreditReset {
         workspace_id: record_id(&path.workspace_id, "workspace")?,
-        user_id: body.user_id,
+        user_id: SentId::parse(body.user_id),
         cycle: body.cycle,
         reason: body.reason,
         reset_by: ctx.caller()?.user_id,
     };
     state.write(move |conn| credits::reset_allowance(conn, reset)).await?;
-    Ok(Reply::new(CreditResetResult::new()))
+    Ok(ResetAssistantCreditAllowanceResponse::Ok(CreditResetResult::new()))
 }

@@ -1,7 +1,7 @@
-//! Token refresh (4.2).
+//! Token refresh (`refreshToken`).
 
 use crate::error::ApiError;
-use crate::operations::{Reply, RequestContext};
+use crate::operations::{RefreshTokenResponse, RequestContext};
 use crate::state::AppState;
 use wpds_contract::types::*;
 use wpds_storage::auth;
@@ -11,11 +11,11 @@ pub async fn refresh_token(
     state: &AppState,
     ctx: RequestContext,
     body: RefreshTokenRequest,
-) -> Result<Reply<TokenPair>, ApiError> {
+) -> Result<RefreshTokenResponse, ApiError> {
     let lifetimes = state.lifetimes;
     let outcome = state.write(move |conn| auth::refresh(conn, &body.refresh_token, lifetimes)).await?;
     match outcome {
-        Ok(pair) => Ok(Reply::new(TokenPair {
+        Ok(pair) => Ok(RefreshTokenResponse::Ok(TokenPair {
             access_token: pair.access_token,
             refresh_token: pair.refresh_token,
             token_type: TokenPairTokenType::Bearer,

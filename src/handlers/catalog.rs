@@ -1,11 +1,12 @@
-//! Catalog bulk edits (4.3).
+//! Catalog bulk edits (`bulkEditCatalogFamilies`).
 
 use super::record_id;
 use crate::error::ApiError;
-use crate::operations::{Reply, RequestContext};
+use crate::operations::{BulkEditCatalogFamiliesResponse, RequestContext};
 use crate::state::AppState;
 use wpds_contract::types::*;
 use wpds_storage::catalog;
+use wpds_storage::ids::SentId;
 
 /// Sets one text field on up to 500 catalog families of the workspace, all or nothing.
 pub async fn bulk_edit_catalog_families(
@@ -13,8 +14,27 @@ pub async fn bulk_edit_catalog_families(
     _ctx: RequestContext,
     path: BulkEditCatalogFamiliesPath,
     body: CatalogBulkEditRequest,
-) -> Result<Reply<CatalogBulkEditResult>, ApiError> {
+) -> Result<BulkEditCatalogFamiliesResponse, ApiError> {
     let workspace_id = record_id(&path.workspace_id, "workspace")?;
-    let result = state.write(move |conn| catalog::bulk_edit(conn, workspace_id, body)).await?;
-    Ok(Reply::new(result))
+    let change = catalog::FamilyFieldChange {
+        targets: body.targets.into_iter().map(target).collect(),
+        field_key: body.field_key,
+        value: body.value,
+    };
+    let result = state.write(move |conn| catalog::bulk_edit(conn, workspace_id, change)).await?;
+    Ok(BulkEditCatalogFamiliesResponse::Ok(result))
+}
+
+/// One target of the request, its ids parsed.
+fn target(target: CatalogBulkEditTarget) -> catalog::FamilyTarget {
+    catalog::FamilyTarget {
+        family_id: SentId::parse(target.family_id),
+        family_version: target.family_version,
+        primary_item_id: target.primary_item_id.map(SentId::parse),
+        primary_item_version: target.primary_item_version,
+        primary_family_source_id: target.primary_family_source_id.map(SentId::parse),
+        primary_family_source_version: target.primary_family_source_version,
+        primary_item_source_id: target.primary_item_source_id.map(SentId::parse),
+        primary_item_source_version: target.primary_item_source_version,
+    }
 }

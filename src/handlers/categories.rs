@@ -1,12 +1,13 @@
-//! Category settings (4.7).
+//! Category settings (`patchCategorySettings`).
 
 use super::record_id;
 use crate::error::ApiError;
-use crate::operations::{Reply, RequestContext};
+use crate::operations::{PatchCategorySettingsResponse, RequestContext};
 use crate::state::AppState;
 use std::sync::Arc;
 use wpds_contract::types::*;
 use wpds_storage::categories;
+use wpds_storage::ids::SentId;
 
 /// Applies a settings patch to a category.
 pub async fn patch_category_settings(
@@ -14,15 +15,40 @@ pub async fn patch_category_settings(
     _ctx: RequestContext,
     path: PatchCategorySettingsPath,
     body: PatchCategorySettingsRequest,
-) -> Result<Reply<CategorySettingsResult>, ApiError> {
+) -> Result<PatchCategorySettingsResponse, ApiError> {
     let workspace_id = record_id(&path.workspace_id, "workspace")?;
-    // The body is dropped here, after the write, on the thread that allocated it (a patch
-    // of tens of thousands of ops is as many allocations), not on the SQLite writer's.
-    let body = Arc::new(body);
-    let shared = Arc::clone(&body);
-    let result = state
-        .write(move |conn| categories::patch_settings(conn, workspace_id, &path.category_id, &shared))
-        .await;
-    drop(body);
-    Ok(Reply::new(result?))
+    let category_id = record_id(&path.category_id, "category")?;
+    let change = categories::CategorySettingsChange {
+        expected_revision: body.expected_revision,
+        ops: body.ops.unwrap_or_default().into_iter().map(activation).collect(),
+        product_type_codes: body
+            .product_type_code_ops
+            .unwrap_or_default()
+            .into_iter()
+            .map(|op| categories::CodeChange { id: SentId::parse(op.product_type_id), code: op.code })
+            .collect(),
+        category_codes: body
+            .category_code_ops
+            .unwrap_or_default()
+            .into_iter()
+            .map(|op| categories::CodeChange { id: SentId::parse(op.category_id), code: op.code })
+            .collect(),
+    };
+    // The change is dropped here, after the write, on the thread that allocated it (a
+    // patch of tens of thousands of ops is as many allocations), not on the SQLite writer's.
+    let change = Arc::new(change);
+    let shared = Arc::clone(&change);
+    let result =
+        state.write(move |conn| categories::patch_settings(conn, workspace_id, category_id, &shared)).await;
+    drop(change);
+    Ok(PatchCategorySettingsResponse::Ok(result?))
+}
+
+/// One item-column op of the request, its ids parsed.
+fn activation(op: ItemColumnOp) -> categories::ColumnActivationChange {
+    categories::ColumnActivationChange {
+        product_type_id: SentId::parse(op.product_type_id),
+        item_column_id: SentId::parse(op.item_column_id),
+        is_active: op.is_active,
+    }
 }

@@ -1,11 +1,12 @@
-//! Company links (4.8): the rules live in [`wpds_storage::contacts`].
+//! Company links (`createCompanyLink`): the rules live in [`wpds_storage::contacts`].
 
 use super::record_id;
 use crate::error::ApiError;
-use crate::operations::{Reply, RequestContext};
+use crate::operations::{CreateCompanyLinkResponse, RequestContext};
 use crate::state::AppState;
 use wpds_contract::types::*;
 use wpds_storage::contacts;
+use wpds_storage::ids::SentId;
 
 /// `create_company_link`: 201 with the new link.
 pub async fn create_company_link(
@@ -13,14 +14,14 @@ pub async fn create_company_link(
     _ctx: RequestContext,
     path: CreateCompanyLinkPath,
     body: CreateCompanyLinkRequest,
-) -> Result<Reply<CompanyLink>, ApiError> {
+) -> Result<CreateCompanyLinkResponse, ApiError> {
     let new = contacts::NewCompanyLink {
         workspace_id: record_id(&path.workspace_id, "workspace")?,
-        main_company_id: body.main_company_id,
-        rep_company_id: body.rep_company_id,
-        main_person_id: body.main_person_id,
-        rep_person_id: body.rep_person_id,
+        main_company_id: SentId::parse(body.main_company_id),
+        rep_company_id: SentId::parse(body.rep_company_id),
+        main_person_id: body.main_person_id.map(SentId::parse),
+        rep_person_id: body.rep_person_id.map(SentId::parse),
     };
     let link = state.write(move |conn| contacts::create_link(conn, new)).await?;
-    Ok(Reply::new(link))
+    Ok(CreateCompanyLinkResponse::Created(link))
 }

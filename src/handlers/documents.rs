@@ -1,11 +1,12 @@
-//! Documents and their types (4.1).
+//! Documents and their types (`assignDocumentType`).
 
 use super::record_id;
 use crate::error::ApiError;
-use crate::operations::{Reply, RequestContext};
+use crate::operations::{AssignDocumentTypeResponse, RequestContext};
 use crate::state::AppState;
 use wpds_contract::types::*;
 use wpds_storage::documents;
+use wpds_storage::ids::{self, SentId};
 
 /// Assigns (or clears) a document's type.
 pub async fn assign_document_type(
@@ -13,19 +14,22 @@ pub async fn assign_document_type(
     _ctx: RequestContext,
     path: AssignDocumentTypePath,
     body: AssignDocumentTypeRequest,
-) -> Result<Reply<Document>, ApiError> {
+) -> Result<AssignDocumentTypeResponse, ApiError> {
     let workspace_id = record_id(&path.workspace_id, "workspace")?;
+    let (Some(project_id), Some(document_id)) = (ids::parse(&path.project_id), ids::parse(&path.document_id))
+    else {
+        // The same answer as for a document that is not in the project.
+        return Err(ApiError::NotFound(format!(
+            "No document {} in project {} here.",
+            path.document_id, path.project_id
+        )));
+    };
+    let change = documents::DocumentTypeChange {
+        type_id: body.type_id.map(SentId::parse),
+        expected_version: body.expected_version,
+    };
     let document = state
-        .write(move |conn| {
-            documents::assign_type(
-                conn,
-                workspace_id,
-                &path.project_id,
-                &path.document_id,
-                body.type_id,
-                body.expected_version,
-            )
-        })
+        .write(move |conn| documents::assign_type(conn, workspace_id, project_id, document_id, change))
         .await?;
-    Ok(Reply::new(document))
+    Ok(AssignDocumentTypeResponse::Ok(document))
 }

@@ -17,7 +17,7 @@ mod receipts;
 mod time_log;
 
 use crate::error::ApiError;
-use crate::operations::{Operations, Reply, RequestContext};
+use crate::operations::*;
 use crate::state::AppState;
 use wpds_contract::types::*;
 
@@ -44,7 +44,7 @@ impl Operations for Service {
         ctx: RequestContext,
         path: AssignDocumentTypePath,
         body: AssignDocumentTypeRequest,
-    ) -> Result<Reply<Document>, ApiError> {
+    ) -> Result<AssignDocumentTypeResponse, ApiError> {
         documents::assign_document_type(&self.state, ctx, path, body).await
     }
 
@@ -52,7 +52,7 @@ impl Operations for Service {
         &self,
         ctx: RequestContext,
         body: RefreshTokenRequest,
-    ) -> Result<Reply<TokenPair>, ApiError> {
+    ) -> Result<RefreshTokenResponse, ApiError> {
         auth::refresh_token(&self.state, ctx, body).await
     }
 
@@ -61,7 +61,7 @@ impl Operations for Service {
         ctx: RequestContext,
         path: BulkEditCatalogFamiliesPath,
         body: CatalogBulkEditRequest,
-    ) -> Result<Reply<CatalogBulkEditResult>, ApiError> {
+    ) -> Result<BulkEditCatalogFamiliesResponse, ApiError> {
         catalog::bulk_edit_catalog_families(&self.state, ctx, path, body).await
     }
 
@@ -70,7 +70,7 @@ impl Operations for Service {
         ctx: RequestContext,
         path: CreateCrossProjectReportExportPath,
         body: CreateExportRequest,
-    ) -> Result<Reply<ExportRecord>, ApiError> {
+    ) -> Result<CreateCrossProjectReportExportResponse, ApiError> {
         exports::create_cross_project_report_export(&self.state, ctx, path, body).await
     }
 
@@ -79,7 +79,7 @@ impl Operations for Service {
         ctx: RequestContext,
         path: ReplaceTakeoffMappingsPath,
         body: ReplaceTakeoffMappingsRequest,
-    ) -> Result<Reply<AssistantImport>, ApiError> {
+    ) -> Result<ReplaceTakeoffMappingsResponse, ApiError> {
         imports::replace_takeoff_mappings(&self.state, ctx, path, body).await
     }
 
@@ -88,7 +88,7 @@ impl Operations for Service {
         ctx: RequestContext,
         path: RetireGlobalCompanyPath,
         body: RetireCompanyRequest,
-    ) -> Result<Reply<GlobalCompany>, ApiError> {
+    ) -> Result<RetireGlobalCompanyResponse, ApiError> {
         admin::retire_global_company(&self.state, ctx, path, body).await
     }
 
@@ -97,7 +97,7 @@ impl Operations for Service {
         ctx: RequestContext,
         path: PatchCategorySettingsPath,
         body: PatchCategorySettingsRequest,
-    ) -> Result<Reply<CategorySettingsResult>, ApiError> {
+    ) -> Result<PatchCategorySettingsResponse, ApiError> {
         categories::patch_category_settings(&self.state, ctx, path, body).await
     }
 
@@ -106,7 +106,7 @@ impl Operations for Service {
         ctx: RequestContext,
         path: CreateCompanyLinkPath,
         body: CreateCompanyLinkRequest,
-    ) -> Result<Reply<CompanyLink>, ApiError> {
+    ) -> Result<CreateCompanyLinkResponse, ApiError> {
         contacts::create_company_link(&self.state, ctx, path, body).await
     }
 
@@ -115,7 +115,7 @@ impl Operations for Service {
         ctx: RequestContext,
         path: SetOwnTimeLogCellPath,
         body: SetTimeLogCellRequest,
-    ) -> Result<Reply<TimeLogCellResult>, ApiError> {
+    ) -> Result<SetOwnTimeLogCellResponse, ApiError> {
         time_log::set_own_time_log_cell(&self.state, ctx, path, body).await
     }
 
@@ -124,7 +124,7 @@ impl Operations for Service {
         ctx: RequestContext,
         path: ResetAssistantCreditAllowancePath,
         body: ResetCreditAllowanceRequest,
-    ) -> Result<Reply<CreditResetResult>, ApiError> {
+    ) -> Result<ResetAssistantCreditAllowanceResponse, ApiError> {
         admin::reset_assistant_credit_allowance(&self.state, ctx, path, body).await
     }
 
@@ -133,7 +133,7 @@ impl Operations for Service {
         ctx: RequestContext,
         path: ListCommercialReceiptsPath,
         query: ListCommercialReceiptsQuery,
-    ) -> Result<Reply<CommercialReceiptPage>, ApiError> {
+    ) -> Result<ListCommercialReceiptsResponse, ApiError> {
         receipts::list_commercial_receipts(&self.state, ctx, path, query).await
     }
 }

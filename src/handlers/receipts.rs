@@ -1,9 +1,9 @@
-//! Commercial sync receipts (4.11): the listing and its cursors live in
+//! Commercial sync receipts (`listCommercialReceipts`): the listing and its cursors live in
 //! [`wpds_storage::receipts`]; a cursor this server did not issue for the listing is 400.
 
 use super::record_id;
 use crate::error::ApiError;
-use crate::operations::{Reply, RequestContext};
+use crate::operations::{ListCommercialReceiptsResponse, RequestContext};
 use crate::state::AppState;
 use wpds_contract::types::*;
 use wpds_storage::receipts;
@@ -17,7 +17,7 @@ pub async fn list_commercial_receipts(
     _ctx: RequestContext,
     path: ListCommercialReceiptsPath,
     query: ListCommercialReceiptsQuery,
-) -> Result<Reply<CommercialReceiptPage>, ApiError> {
+) -> Result<ListCommercialReceiptsResponse, ApiError> {
     let listing = receipts::Listing {
         workspace_id: record_id(&path.workspace_id, "workspace")?,
         project_id: record_id(&path.project_id, "project")?,
@@ -37,5 +37,5 @@ pub async fn list_commercial_receipts(
                 .into(),
             )
         })?;
-    Ok(Reply::new(page))
+    Ok(ListCommercialReceiptsResponse::Ok(page))
 }

@@ -1,10 +1,11 @@
-//! The caller's own time log (4.9).
+//! The caller's own time log (`setOwnTimeLogCell`).
 
 use super::record_id;
 use crate::error::ApiError;
-use crate::operations::{Reply, RequestContext};
+use crate::operations::{RequestContext, SetOwnTimeLogCellResponse};
 use crate::state::AppState;
 use wpds_contract::types::*;
+use wpds_storage::ids::SentId;
 use wpds_storage::time_log;
 
 /// `set_own_time_log_cell`.
@@ -13,11 +14,11 @@ pub async fn set_own_time_log_cell(
     ctx: RequestContext,
     path: SetOwnTimeLogCellPath,
     body: SetTimeLogCellRequest,
-) -> Result<Reply<TimeLogCellResult>, ApiError> {
-    let write = time_log::CellWrite {
+) -> Result<SetOwnTimeLogCellResponse, ApiError> {
+    let write = time_log::CellChange {
         workspace_id: record_id(&path.workspace_id, "workspace")?,
         user_id: ctx.caller()?.user_id,
-        project_id: body.project_id,
+        project_id: SentId::parse(body.project_id),
         date: body.date,
         phase: body.phase.map_or("general", TimeLogPhase::as_str).to_owned(),
         hours: body.hours,
@@ -26,5 +27,5 @@ pub async fn set_own_time_log_cell(
         billable: body.billable.unwrap_or(true),
     };
     let entry = state.write(move |conn| time_log::set_cell(conn, write)).await?;
-    Ok(Reply::new(TimeLogCellResult { entry }))
+    Ok(SetOwnTimeLogCellResponse::Ok(TimeLogCellResult { entry }))
 }

@@ -3,19 +3,23 @@
 //! Operations the document secures need `Authorization: Bearer <access token>` naming a
 //! known, unexpired, unrevoked token (401 `unauthenticated` otherwise, with
 //! `WWW-Authenticate`). Then the user's rate limit applies (429, see
-//! [`crate::http::rate_limit`]); a request without a usable token, and every refresh,
-//! counts against its client address instead (so guessing tokens is limited too). Then `/admin/api/…` needs a platform administrator, and
-//! `/v1/workspaces/{workspaceId}/…` a member of that workspace (403 `forbidden`; a
-//! workspace that does not exist counts as "not a member").
+//! [`crate::rate_limit`]); a request without a usable token, and every refresh,
+//! counts against its client address instead (so guessing tokens is limited too). Then the
+//! role the operation's own `security` names in the document ([`Access`]): `platform-admin`
+//! needs a platform administrator, `workspace-member` a member of the `workspaceId` path
+//! parameter's workspace (403 `forbidden`; a workspace that does not exist counts as "not a
+//! member"). Nothing here looks at the path's shape.
 //!
-//! Both lookups go through [`crate::http::auth_cache`] first, so a busy token costs no
+//! Both lookups go through [`crate::auth_cache`] first, so a busy token costs no
 //! database round trip per request. A server built with the `bench-unchecked` feature
 //! (for `scripts/bench` only: it measures what these checks cost) skips them: there the
 //! bearer value is taken as the caller's user id, with no lookup and no membership check.
 
 use crate::error::ApiError;
-use crate::http::rate_limit::{Count, Subject};
-use crate::operations::Operation;
+#[cfg(not(feature = "bench-unchecked"))]
+use crate::http::operation::Access;
+use crate::http::operation::Operation;
+use crate::rate_limit::{Count, Subject};
 use crate::state::AppState;
 use actix_web::http::header::AUTHORIZATION;
 use actix_web::{HttpMessage, HttpRequest};
@@ -31,7 +35,7 @@ pub async fn check(
     state: &AppState,
     check_path: impl FnOnce() -> Result<(), ApiError>,
 ) -> Result<Option<Caller>, ApiError> {
-    if !op.secured {
+    if !op.secured() {
         limit_address(req, state).await?;
         return Ok(None);
     }
@@ -44,16 +48,20 @@ pub async fn check(
     };
     limit(req, state, Subject::User(caller.user_id)).await?;
     check_path()?;
-    if op.path.starts_with("/admin/api/") {
-        if !caller.is_platform_admin {
+    match op.access {
+        Access::PlatformAdmin if !caller.is_platform_admin => {
             return Err(ApiError::Forbidden("This operation is for platform administrators.".to_owned()));
         }
-    } else if let Some(workspace) = req.match_info().get("workspaceId") {
-        let denied = || ApiError::Forbidden(format!("You are not a member of workspace {workspace}."));
-        let Some(workspace_id) = wpds_storage::ids::parse(workspace) else { return Err(denied()) };
-        if !is_member(state, workspace_id, caller.user_id).await? {
-            return Err(denied());
+        Access::WorkspaceMember => {
+            // The generator refuses a workspace-member operation without this parameter.
+            let workspace = req.match_info().get("workspaceId").unwrap_or_default();
+            let denied = || ApiError::Forbidden(format!("You are not a member of workspace {workspace}."));
+            let Some(workspace_id) = wpds_storage::ids::parse(workspace) else { return Err(denied()) };
+            if !is_member(state, workspace_id, caller.user_id).await? {
+                return Err(denied());
+            }
         }
+        Access::PlatformAdmin | Access::Public => {}
     }
     Ok(Some(caller))
 }
@@ -62,7 +70,11 @@ pub async fn check(
 #[cfg(not(feature = "bench-unchecked"))]
 async fn authenticate(req: &HttpRequest, state: &AppState) -> Result<Caller, ApiError> {
     let token = bearer_token(req)?;
-    if let Some(caller) = state.auth_cache.caller(&token) {
+    let cached = state.auth_cache.caller(&token);
+    if let Some(metrics) = &state.metrics {
+        metrics.auth_cache_lookup(cached.is_some());
+    }
+    if let Some(caller) = cached {
         return Ok(caller);
     }
     let lookup = token.clone();
@@ -77,10 +89,12 @@ async fn authenticate(req: &HttpRequest, state: &AppState) -> Result<Caller, Api
 /// Counts the request against its client address (refresh, and requests without a usable
 /// token).
 async fn limit_address(req: &HttpRequest, state: &AppState) -> Result<(), ApiError> {
-    match state.limiter.client_address(req) {
-        Some(address) => limit(req, state, Subject::Address(address)).await,
-        None => Ok(()),
-    }
+    let Some(peer) = req.peer_addr() else {
+        return Ok(());
+    };
+    let forwarded_for = req.headers().get_all("x-forwarded-for").filter_map(|v| v.to_str().ok());
+    let address = state.limiter.client_address(peer.ip(), forwarded_for);
+    limit(req, state, Subject::Address(address)).await
 }
 
 /// Counts the request against `subject`: 429 beyond the limit. The standing goes into the
@@ -111,6 +125,9 @@ async fn limit(req: &HttpRequest, state: &AppState, subject: Subject) -> Result<
         }
     };
     let exceeded = standing.exceeded().then_some(standing.reset);
+    if let (Some(_), Some(metrics)) = (exceeded, &state.metrics) {
+        metrics.rate_limited(matches!(subject, Subject::User(_)));
+    }
     req.extensions_mut().insert(standing);
     match exceeded {
         Some(reset) => Err(ApiError::RateLimited(reset)),
@@ -121,7 +138,11 @@ async fn limit(req: &HttpRequest, state: &AppState, subject: Subject) -> Result<
 /// Whether `user_id` belongs to `workspace_id`, from the cache when it knows.
 #[cfg(not(feature = "bench-unchecked"))]
 async fn is_member(state: &AppState, workspace_id: i64, user_id: i64) -> Result<bool, ApiError> {
-    if let Some(member) = state.auth_cache.membership(workspace_id, user_id) {
+    let cached = state.auth_cache.membership(workspace_id, user_id);
+    if let Some(metrics) = &state.metrics {
+        metrics.auth_cache_lookup(cached.is_some());
+    }
+    if let Some(member) = cached {
         return Ok(member);
     }
     let member = state.run(move |conn| wpds_storage::auth::is_member(conn, workspace_id, user_id)).await?;
@@ -138,7 +159,7 @@ pub async fn check(
     state: &AppState,
     _check_path: impl FnOnce() -> Result<(), ApiError>,
 ) -> Result<Option<Caller>, ApiError> {
-    if !op.secured {
+    if !op.secured() {
         limit_address(req, state).await?;
         return Ok(None);
     }

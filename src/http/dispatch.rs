@@ -5,15 +5,17 @@
 //! 1. 401 (and 429), then 400 for a path parameter that breaks its schema, then 403, for
 //!    operations the document secures (see [`crate::http::auth`]);
 //! 2. 406 when `Accept` excludes JSON;
-//! 3. 413 for a body over [`BODY_LIMIT`], 415 for a body that is not JSON or comes with a
-//!    `Content-Encoding` other than `identity`; the body is read through [`BodyReader`]:
-//!    within its deadline (408 otherwise, and the connection closes) and within the memory
-//!    every body in flight may hold together (a reader waits for its share);
-//! 4. 400 when the path, query or body breaks the document's schemas (every violation);
+//! 3. 413 for a body over [`body::BODY_LIMIT`], 415 for a body that is not JSON or comes
+//!    with a `Content-Encoding` other than `identity`; the body is read through
+//!    [`body::BodyReader`]: within its deadline (408 otherwise, and the connection closes)
+//!    and within the memory every body in flight may hold together (see [`body`]);
+//! 4. 400 when the path, query, declared headers or body break the document's schemas
+//!    (every violation);
 //!    then, for operations that document 422, 422 for any string holding U+0000, which
 //!    not every engine can store;
-//! 5. the handler, with typed input; its success body goes out with the operation's
-//!    documented status, its error through [`crate::http::problem`].
+//! 5. the handler, with typed input; its answer (the operation's generated `…Response`,
+//!    whose variants are the documented successes) goes out with that status, body and
+//!    headers, its error through [`crate::http::problem`].
 //!
 //! A server built with the `bench-unchecked` feature (for `scripts/bench` only) skips step
 //! 4's schema checks: it reads the request into the same values without judging them.
@@ -21,62 +23,21 @@
 //! A panic anywhere in a handler is caught, logged and answered as 500 `internal`.
 
 use crate::error::ApiError;
-use crate::http::{auth, problem, request_id};
-use crate::operations::{Operation, Reply, RequestContext};
+use crate::http::operation::{Operation, RequestContext, Respond};
+use crate::http::{access_log, auth, body, problem, request_id};
 use crate::state::AppState;
+use crate::telemetry;
 use actix_web::http::StatusCode;
-use actix_web::http::header::{self, CONTENT_LENGTH, CONTENT_TYPE, Header};
-use actix_web::web::{Bytes, BytesMut, Data, Payload};
+use actix_web::http::header::{self, CONTENT_TYPE, Header};
+use actix_web::web::{Data, Payload};
 use actix_web::{HttpMessage, HttpRequest, HttpResponse, mime};
-use futures_util::{FutureExt, StreamExt};
-use serde::Serialize;
+use futures_util::FutureExt;
 use serde::de::DeserializeOwned;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
-use std::time::Duration;
-use tokio::sync::Semaphore;
-use tokio::time::{Instant, timeout_at};
+use wpds_contract::problem::ProblemCode;
 use wpds_contract::types::{ProblemError, ProblemErrorIn};
-use wpds_contract::validation::{Contract, ValidRequest, nul_characters};
-
-/// The largest request body accepted (1 MiB).
-pub const BODY_LIMIT: usize = 1024 * 1024;
-
-/// How much memory a body takes while it is processed, as a multiple of its length: the
-/// bytes, the parsed JSON tree (a key of a few bytes becomes a map entry, a string and a
-/// number of their own) and the checks' output. Measured: a 1 MiB body of 80 000 short
-/// unknown keys takes about 35× its length in a debug build.
-pub const BODY_EXPANSION: usize = 48;
-
-/// How request bodies are read: each within a deadline, all of them together within a
-/// memory budget.
-#[derive(Debug, Clone)]
-pub struct BodyReader {
-    /// The longest a body may take to arrive, from the moment the server starts reading it.
-    pub timeout: Duration,
-    /// The memory every body being read or processed may take together; each reader takes
-    /// its share ([`BODY_EXPANSION`] × its declared length, or × [`BODY_LIMIT`] when
-    /// undeclared, never more than the whole budget) before reading and gives it back once
-    /// its answer is ready.
-    memory: Arc<Semaphore>,
-    budget: usize,
-}
-
-impl BodyReader {
-    /// A reader with a body deadline of `timeout` and `memory` bytes for all bodies.
-    pub fn new(timeout: Duration, memory: usize) -> Self {
-        let budget = memory.clamp(1, Semaphore::MAX_PERMITS.min(u32::MAX as usize));
-        BodyReader { timeout, memory: Arc::new(Semaphore::new(budget)), budget }
-    }
-
-    /// The share of the budget a body of `declared` bytes (unknown: the limit) takes.
-    fn share(&self, declared: Option<u64>) -> u32 {
-        let length = declared.map_or(BODY_LIMIT, |len| len as usize).max(1);
-        // Never more than the whole budget, so the largest allowed body can always run.
-        length.saturating_mul(BODY_EXPANSION).min(self.budget) as u32
-    }
-}
+use wpds_contract::validation::{Contract, HeaderSource, RawRequest, ValidRequest, nul_characters};
 
 /// A validated request, read into the operation's generated types on demand.
 pub struct Input {
@@ -84,17 +45,22 @@ pub struct Input {
 }
 
 impl Input {
-    /// The path parameters.
-    pub fn path<T: DeserializeOwned>(&self) -> Result<T, ApiError> {
-        typed(self.valid.path.clone(), ProblemErrorIn::Path)
+    /// The path parameters (taken: each part is read once).
+    pub fn path<T: DeserializeOwned>(&mut self) -> Result<T, ApiError> {
+        typed(self.valid.path.take(), ProblemErrorIn::Path)
     }
 
-    /// The query parameters.
-    pub fn query<T: DeserializeOwned>(&self) -> Result<T, ApiError> {
-        typed(self.valid.query.clone(), ProblemErrorIn::Query)
+    /// The query parameters (taken).
+    pub fn query<T: DeserializeOwned>(&mut self) -> Result<T, ApiError> {
+        typed(self.valid.query.take(), ProblemErrorIn::Query)
     }
 
-    /// The body.
+    /// The declared header parameters (taken).
+    pub fn headers<T: DeserializeOwned>(&mut self) -> Result<T, ApiError> {
+        typed(self.valid.headers.take(), ProblemErrorIn::Header)
+    }
+
+    /// The body (taken).
     pub fn body<T: DeserializeOwned>(&mut self) -> Result<T, ApiError> {
         typed(self.valid.body.take().unwrap_or_default(), ProblemErrorIn::Body)
     }
@@ -112,8 +78,17 @@ fn typed<T: DeserializeOwned>(value: serde_json::Value, location: ProblemErrorIn
     })
 }
 
+/// The request's headers, as validation reads the declared header parameters.
+struct RequestHeaders<'a>(&'a actix_web::http::header::HeaderMap);
+
+impl HeaderSource for RequestHeaders<'_> {
+    fn header(&self, name: &str) -> Option<String> {
+        self.0.get(name).map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
+    }
+}
+
 /// Runs the pipeline for `op` and then `handler`.
-pub async fn dispatch<F, Fut, T>(
+pub async fn dispatch<F, Fut, R>(
     op: &'static Operation,
     req: HttpRequest,
     payload: Payload,
@@ -121,8 +96,8 @@ pub async fn dispatch<F, Fut, T>(
 ) -> HttpResponse
 where
     F: FnOnce(RequestContext, Input) -> Fut,
-    Fut: Future<Output = Result<Reply<T>, ApiError>>,
-    T: Serialize,
+    Fut: Future<Output = Result<R, ApiError>>,
+    R: Respond,
 {
     let budget =
         req.app_data::<Data<AppState>>().map_or(std::time::Duration::ZERO, |state| state.db.timeout());
@@ -143,18 +118,21 @@ where
             problem::respond(&req, ApiError::Internal(format!("{} panicked: {what}", op.id)))
         }
     };
+    if body::closes_connection(&req) {
+        response.head_mut().set_connection_type(actix_web::http::ConnectionType::Close);
+    }
     // The caller's rate-limit standing, on every answer of a limited operation.
-    if let Some(standing) = req.extensions().get::<crate::http::rate_limit::Standing>() {
+    if let Some(standing) = req.extensions().get::<crate::rate_limit::Standing>() {
         for (name, value) in standing.headers() {
             if let Ok(value) = actix_web::http::header::HeaderValue::from_str(&value) {
-                response.headers_mut().insert(name, value);
+                response.headers_mut().insert(header::HeaderName::from_static(name), value);
             }
         }
     }
     response
 }
 
-async fn run<F, Fut, T>(
+async fn run<F, Fut, R>(
     op: &'static Operation,
     req: &HttpRequest,
     payload: Payload,
@@ -162,8 +140,8 @@ async fn run<F, Fut, T>(
 ) -> Result<HttpResponse, ApiError>
 where
     F: FnOnce(RequestContext, Input) -> Fut,
-    Fut: Future<Output = Result<Reply<T>, ApiError>>,
-    T: Serialize,
+    Fut: Future<Output = Result<R, ApiError>>,
+    R: Respond,
 {
     let state = req
         .app_data::<Data<AppState>>()
@@ -171,6 +149,7 @@ where
     let contract = req
         .app_data::<Data<Contract>>()
         .ok_or_else(|| ApiError::Internal("the contract is not registered".to_owned()))?;
+    req.extensions_mut().insert(access_log::Routed(op));
     let path: Vec<(&str, &str)> = req.match_info().iter().collect();
     // Checked once: before authorisation for a secured operation, else with the rest.
     let path_checked = std::cell::Cell::new(false);
@@ -178,51 +157,76 @@ where
         path_checked.set(true);
         contract.validate_path(op.id, &path).map_err(ApiError::Validation)
     };
-    let caller = auth::check(op, req, state, check_path).await?;
+    let caller =
+        telemetry::in_span("authentication", Vec::new, auth::check(op, req, state, check_path)).await?;
+    if let Some(caller) = &caller {
+        req.extensions_mut().insert(access_log::UserId(caller.user_id));
+    }
     let ctx = RequestContext { request_id: request_id::of(req), caller };
     negotiate(req)?;
     // Held until the answer is ready: the parsed body and the checks' output grow with it.
     let mut _memory = None;
     let body = if op.has_body {
-        let (body, share) = read_body(req, payload).await?;
+        let (body, share) = body::read(req, payload).await?;
         _memory = Some(share);
         Some(body)
     } else {
         None
     };
+    let raw = RawRequest {
+        path: &path,
+        query: req.query_string(),
+        headers: &RequestHeaders(req.headers()),
+        body: body.as_deref(),
+    };
     #[cfg(not(feature = "bench-unchecked"))]
-    let valid = if path_checked.get() {
-        contract.validate_after_path(op.id, &path, req.query_string(), body.as_deref())
-    } else {
-        contract.validate(op.id, &path, req.query_string(), body.as_deref())
-    }
+    let valid = telemetry::in_span("validation", Vec::new, async {
+        if path_checked.get() {
+            contract.validate_after_path(op.id, raw)
+        } else {
+            contract.validate(op.id, raw)
+        }
+    })
+    .await
     .map_err(ApiError::Validation)?;
     #[cfg(feature = "bench-unchecked")]
-    let valid = contract
-        .read_unchecked(op.id, &path, req.query_string(), body.as_deref())
-        .map_err(ApiError::Validation)?;
-    if op.statuses.contains(&422) {
+    let valid = contract.read_unchecked(op.id, raw).map_err(ApiError::Validation)?;
+    if op.statuses.contains(&422) && may_hold_nul(body.as_deref(), req.query_string(), &path) {
         let nul = nul_characters(&valid);
         if !nul.is_empty() {
             return Err(ApiError::Unprocessable {
-                code: "unprocessable",
+                code: ProblemCode::Unprocessable,
                 detail: "Text holding U+0000 (NUL) cannot be stored.".to_owned(),
                 errors: nul,
             });
         }
     }
     drop(body);
-    let reply = handler(ctx, Input { valid }).await?;
-    let status = StatusCode::from_u16(op.success_status)
-        .map_err(|e| ApiError::Internal(format!("{}: bad success status: {e}", op.id)))?;
-    let body = serde_json::to_vec(&reply.body)
-        .map_err(|e| ApiError::Internal(format!("{}: cannot serialise the reply: {e}", op.id)))?;
+    let answer = handler(ctx, Input { valid }).await?.into_answer()?;
+    let status = StatusCode::from_u16(answer.status)
+        .map_err(|e| ApiError::Internal(format!("{}: bad status {}: {e}", op.id, answer.status)))?;
     let mut response = HttpResponse::build(status);
-    response.insert_header((CONTENT_TYPE, "application/json"));
-    for (name, value) in reply.headers {
-        response.insert_header((name, value));
+    for (name, value) in answer.headers {
+        let value = header::HeaderValue::try_from(value)
+            .map_err(|e| ApiError::Internal(format!("{}: header {name} cannot be sent: {e}", op.id)))?;
+        response.insert_header((header::HeaderName::from_static(name), value));
     }
-    Ok(response.body(body))
+    Ok(match answer.body {
+        Some(body) => response.insert_header((CONTENT_TYPE, "application/json")).body(body),
+        None => response.finish(),
+    })
+}
+
+/// Whether any string of the request can hold U+0000, judged on the raw input: JSON writes
+/// it only as the escape `\u0000`, a query string as `%00` (or a raw NUL), and a path
+/// parameter arrives decoded. Most requests hold none, and are spared the walk over every
+/// string of the validated request that names the field ([`nul_characters`]); a false
+/// "maybe" (an escaped backslash before `u0000`) only costs that walk.
+fn may_hold_nul(body: Option<&[u8]>, query: &str, path: &[(&str, &str)]) -> bool {
+    body.is_some_and(|b| memchr::memmem::find(b, b"\\u0000").is_some())
+        || query.contains("%00")
+        || query.contains('\0')
+        || path.iter().any(|(_, value)| value.contains('\0'))
 }
 
 /// 406 unless `Accept` (when sent) admits `application/json`.
@@ -242,74 +246,6 @@ fn negotiate(req: &HttpRequest) -> Result<(), ApiError> {
                     && (mime.subtype() == mime::STAR || mime.subtype() == mime::JSON)))
     });
     if admits_json { Ok(()) } else { Err(ApiError::NotAcceptable) }
-}
-
-/// Reads the body up to [`BODY_LIMIT`]: 413 above it, 415 when a non-empty body is not
-/// declared as JSON (`application/json` or a `+json` type) or is encoded; 408 when it does
-/// not arrive within the [`BodyReader`]'s timeout; 503 when the memory for bodies stays
-/// taken that long. Returns the body and its share of that memory.
-async fn read_body(
-    req: &HttpRequest,
-    mut payload: Payload,
-) -> Result<(Bytes, tokio::sync::OwnedSemaphorePermit), ApiError> {
-    let reader = req
-        .app_data::<Data<BodyReader>>()
-        .ok_or_else(|| ApiError::Internal("the body reader is not registered".to_owned()))?;
-    let declared_length =
-        req.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
-    if declared_length.is_some_and(|len| len > BODY_LIMIT as u64) {
-        return Err(ApiError::PayloadTooLarge(BODY_LIMIT));
-    }
-    let mime = req.mime_type().ok().flatten();
-    let is_json = mime.as_ref().is_some_and(|m| {
-        m.type_() == mime::APPLICATION && (m.subtype() == mime::JSON || m.suffix() == Some(mime::JSON))
-    });
-    let has_content_type = req.headers().contains_key(CONTENT_TYPE);
-    if has_content_type && !is_json {
-        return Err(ApiError::UnsupportedMediaType);
-    }
-    // A compressed body would otherwise be read as if its bytes were the JSON itself.
-    let encoded = req.headers().get_all(header::CONTENT_ENCODING).any(|value| {
-        value
-            .to_str()
-            .map_or(true, |v| v.split(',').any(|coding| !coding.trim().eq_ignore_ascii_case("identity")))
-    });
-    if encoded {
-        return Err(ApiError::UnsupportedMediaType);
-    }
-    let deadline = Instant::now() + reader.timeout;
-    let memory =
-        timeout_at(deadline, Arc::clone(&reader.memory).acquire_many_owned(reader.share(declared_length)))
-            .await
-            .map_err(|_| ApiError::Overloaded(1))?
-            .map_err(|e| ApiError::Internal(format!("the body memory budget is closed: {e}")))?;
-    let mut body = BytesMut::with_capacity(declared_length.map_or(0, |len| len as usize));
-    loop {
-        let chunk = match timeout_at(deadline, payload.next()).await {
-            Err(_) => return Err(ApiError::RequestTimeout(reader.timeout)),
-            Ok(None) => break,
-            Ok(Some(chunk)) => chunk,
-        };
-        let chunk = chunk.map_err(|e| {
-            ApiError::Validation(
-                vec![ProblemError::new(
-                    ProblemErrorIn::Body,
-                    "",
-                    "json",
-                    format!("the body could not be read: {e}"),
-                )]
-                .into(),
-            )
-        })?;
-        if body.len() + chunk.len() > BODY_LIMIT {
-            return Err(ApiError::PayloadTooLarge(BODY_LIMIT));
-        }
-        body.extend_from_slice(&chunk);
-    }
-    if !body.is_empty() && !has_content_type {
-        return Err(ApiError::UnsupportedMediaType);
-    }
-    Ok((body.freeze(), memory))
 }
 
 /// The answer for a method a known path does not have: 405 with `Allow`.

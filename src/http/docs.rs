@@ -9,7 +9,7 @@ use actix_web::http::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION};
 use actix_web::{HttpRequest, HttpResponse, web};
 use utoipa_swagger_ui::{Config, SwaggerUi};
 use wpds_contract::document;
-use wpds_contract::problem::problem_type;
+use wpds_contract::problem::ProblemCode;
 
 /// Registers the document routes, Swagger UI and the problem pages.
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -57,17 +57,17 @@ async fn redirect_to_docs() -> HttpResponse {
 
 /// A short HTML page describing one problem type.
 async fn problem_page(req: HttpRequest, code: web::Path<String>) -> HttpResponse {
-    let Some(kind) = problem_type(&code) else {
+    let Some(kind) = ProblemCode::from_code(&code) else {
         return problem::respond(&req, ApiError::NotFound(format!("There is no problem type {code}.")));
     };
     let html = format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title></head>\n\
          <body><h1>{title}</h1><p>HTTP status {status}, code <code>{code}</code>.</p><p>{description}</p>\n\
          <p>See the <a href=\"/docs/\">API documentation</a>.</p></body></html>\n",
-        title = kind.title,
-        status = kind.status,
-        code = kind.code,
-        description = kind.description,
+        title = kind.title(),
+        status = kind.status(),
+        code = kind.as_str(),
+        description = kind.description(),
     );
     HttpResponse::Ok().content_type("text/html; charset=utf-8").body(html)
 }

@@ -1,5 +1,6 @@
 //! Liveness (`/healthz`) and readiness (`/readyz`) probes.
 
+use crate::error::ApiError;
 use crate::http::problem;
 use crate::state::AppState;
 use actix_web::{HttpRequest, HttpResponse, web};
@@ -14,9 +15,13 @@ async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(serde_json::json!({ "status": "ok" }))
 }
 
-/// The server can answer operations: the database answers a trivial query within the
-/// request budget (503 `unavailable` otherwise, at the deadline even on a silent network).
+/// The server can answer operations: it is not draining for a shutdown, and the database
+/// answers a trivial query within the request budget (503 `unavailable` otherwise, at the
+/// deadline even on a silent network).
 async fn readyz(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    if state.draining.load(std::sync::atomic::Ordering::Relaxed) {
+        return problem::respond(&req, ApiError::Draining);
+    }
     let db = std::sync::Arc::clone(&state.db);
     match state.run(move |conn| db.ping(conn)).await {
         Ok(()) => HttpResponse::Ok().json(serde_json::json!({ "status": "ready" })),

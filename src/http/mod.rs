@@ -1,12 +1,16 @@
 //! Everything HTTP: the request pipeline of the contract's operations, the mapping of
 //! errors to problem+json, request ids and access logs, and the operational endpoints.
 
+pub mod access_log;
 pub mod auth;
-pub mod auth_cache;
+pub mod body;
+pub mod compress;
+pub mod cors;
 pub mod dispatch;
 pub mod docs;
+pub mod edge;
 pub mod health;
+pub mod operation;
 pub mod problem;
-pub mod rate_limit;
 pub mod request_id;
 pub mod security;

@@ -1,7 +1,7 @@
 //! Maps [`ApiError`] to its HTTP status, headers and problem+json body: the only place
 //! where errors become responses.
 //!
-//! [`shape_bare_errors`] also catches the error answers that come without a body from code
+//! [`shape_bare_error`] also catches the error answers that come without a body from code
 //! this service does not write (Swagger UI's 404 for a file it does not have, actix-web's
 //! own refusals inside the application), so every 4xx and 5xx the service can shape is
 //! problem+json. actix-http answers a few protocol errors before any application code
@@ -10,11 +10,11 @@
 
 use crate::error::ApiError;
 use crate::http::request_id;
-use actix_web::body::{BoxBody, MessageBody};
-use actix_web::dev::{ServiceRequest, ServiceResponse};
+use crate::state::AppState;
+use actix_web::body::BoxBody;
+use actix_web::dev::ServiceResponse;
 use actix_web::http::StatusCode;
 use actix_web::http::header::{ALLOW, CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE};
-use actix_web::middleware::Next;
 use actix_web::{HttpRequest, HttpResponse};
 use wpds_contract::problem::{MAX_TEXT, count_phrase, cut, listed};
 use wpds_contract::types::Problem;
@@ -24,6 +24,7 @@ pub const PROBLEM_JSON: &str = "application/problem+json";
 
 /// The problem+json response for `error` to `req`.
 pub fn respond(req: &HttpRequest, error: ApiError) -> HttpResponse {
+    count_unavailable(req, &error);
     let trace_id = request_id::of(req);
     let code = error.code();
     let mut headers: Vec<(actix_web::http::header::HeaderName, String)> = Vec::new();
@@ -88,7 +89,12 @@ pub fn respond(req: &HttpRequest, error: ApiError) -> HttpResponse {
             headers.push((RETRY_AFTER, seconds.to_string()));
             Problem::of(code, format!("The database is not reachable; retry after {seconds} s."))
         }
+        ApiError::Draining => {
+            headers.push((RETRY_AFTER, "1".to_owned()));
+            Problem::of(code, "The server is shutting down; another instance answers, or retry after 1 s.")
+        }
         ApiError::Overloaded(seconds) => {
+            close = true; // the body was not read
             headers.push((RETRY_AFTER, seconds.to_string()));
             Problem::of(code, format!("The server is busy reading other requests; retry after {seconds} s."))
         }
@@ -117,34 +123,44 @@ pub fn respond(req: &HttpRequest, error: ApiError) -> HttpResponse {
     }
 }
 
-/// Middleware: replaces an error answer that has no body (no `Content-Type`) with the
-/// problem of its status.
-pub async fn shape_bare_errors(
-    req: ServiceRequest,
-    next: Next<impl MessageBody + 'static>,
-) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    let response = next.call(req).await?;
+/// Counts a 503 by its cause, when metrics are served.
+fn count_unavailable(req: &HttpRequest, error: &ApiError) {
+    use crate::metrics::UnavailableCause;
+    let cause = match error {
+        ApiError::Unavailable(_) => UnavailableCause::Database,
+        ApiError::Overloaded(_) => UnavailableCause::BodyMemory,
+        ApiError::Draining => UnavailableCause::Draining,
+        _ => return,
+    };
+    if let Some(metrics) = req.app_data::<actix_web::web::Data<AppState>>().and_then(|s| s.metrics.as_ref()) {
+        metrics.unavailable(cause);
+    }
+}
+
+/// Replaces an error answer that has no body (no `Content-Type`) with the problem of its
+/// status; any other answer is returned as it is.
+pub fn shape_bare_error(response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> {
     let status = response.status();
     if !(status.is_client_error() || status.is_server_error())
         || response.headers().contains_key(CONTENT_TYPE)
     {
-        return Ok(response.map_into_boxed_body());
+        return response;
     }
-    let (req, bare) = response.into_parts();
     let error = match status {
-        StatusCode::NOT_FOUND => ApiError::NotFound(format!("There is nothing at {}.", req.path())),
-        StatusCode::PAYLOAD_TOO_LARGE => ApiError::PayloadTooLarge(crate::http::dispatch::BODY_LIMIT),
+        StatusCode::NOT_FOUND => {
+            ApiError::NotFound(format!("There is nothing at {}.", response.request().path()))
+        }
+        StatusCode::PAYLOAD_TOO_LARGE => ApiError::PayloadTooLarge(crate::http::body::BODY_LIMIT),
         StatusCode::UNSUPPORTED_MEDIA_TYPE => ApiError::UnsupportedMediaType,
         StatusCode::NOT_ACCEPTABLE => ApiError::NotAcceptable,
         StatusCode::SERVICE_UNAVAILABLE => ApiError::Unavailable(1),
         status if status.is_server_error() => {
-            ApiError::Internal(format!("{} answered {status} without a body", req.path()))
+            ApiError::Internal(format!("{} answered {status} without a body", response.request().path()))
         }
-        _ => {
-            // A status with no problem type of its own keeps its bare answer.
-            return Ok(ServiceResponse::new(req, bare.map_into_boxed_body()));
-        }
+        // A status with no problem type of its own keeps its bare answer.
+        _ => return response,
     };
+    let (req, _bare) = response.into_parts();
     let shaped = respond(&req, error);
-    Ok(ServiceResponse::new(req, shaped))
+    ServiceResponse::new(req, shaped)
 }

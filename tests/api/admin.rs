@@ -1,6 +1,6 @@
-//! Administrative operations: retiring a global company (4.6) and resetting a user's
-//! assistant credit allowance (4.10). Both are for platform administrators and write the
-//! audit log, checked here through the database.
+//! Administrative operations: retiring a global company (`retireGlobalCompany`) and
+//! resetting a user's assistant credit allowance (`resetAssistantCreditAllowance`). Both are
+//! for platform administrators and write the audit log, checked here through the database.
 
 use crate::support::{ADMIN, MEMBER, TestApp, TestResponse, spawn_app};
 use serde_json::{Value, json};

@@ -1,4 +1,4 @@
-//! Operation 4.3: catalog bulk edits — rules in order, all-or-nothing version checks.
+//! `bulkEditCatalogFamilies`: catalog bulk edits — rules in order, all-or-nothing version checks.
 //!
 //! Demo data (fixtures/demo.json), workspace 1: family 90 (version 1, no parent, no primary
 //! records, finish "", lead time "6 weeks", no project items); 101 (version 3, parent 90,

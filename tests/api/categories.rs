@@ -1,4 +1,4 @@
-//! Operation 4.7: patching category settings.
+//! `patchCategorySettings`: patching category settings.
 
 use crate::support::{OUTSIDER, TestApp, spawn_app};
 use serde_json::{Value, json};

@@ -118,23 +118,52 @@ fn an_unreachable_postgresql_is_reported_with_its_cause_at_once() {
 }
 
 #[test]
-fn serve_help_lists_every_setting_with_its_environment_variable() {
+fn serve_help_and_the_readme_list_the_same_settings() {
     let output = wpds(&["serve", "--help"], "sqlite://unused");
     let help = text(&output.stdout);
-    for variable in [
-        "WPDS_BIND",
-        "DATABASE_URL",
-        "WPDS_DB_POOL_SIZE",
-        "WPDS_DB_TIMEOUT_MS",
-        "WPDS_ACCESS_TOKEN_TTL",
-        "WPDS_REFRESH_TOKEN_TTL",
-        "WPDS_LOG",
-        "WPDS_WORKERS",
-        "WPDS_SHUTDOWN_TIMEOUT",
-        "WPDS_RATE_LIMIT_PER_MINUTE",
-    ] {
-        assert!(help.contains(&format!("env: {variable}=")), "{variable} missing from:\n{help}");
-    }
+    let in_help: std::collections::BTreeSet<String> = help
+        .split("[env: ")
+        .skip(1)
+        .filter_map(|rest| rest.split(['=', ']']).next())
+        .map(str::to_owned)
+        .collect();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README.md");
+    let table =
+        readme.split("### Settings").nth(1).expect("a Settings section").split("\n\n").nth(2).unwrap_or("");
+    let in_readme: std::collections::BTreeSet<String> = table
+        .lines()
+        .filter_map(|line| line.strip_prefix("| `"))
+        .filter_map(|rest| rest.split('`').next())
+        .map(str::to_owned)
+        .collect();
+    assert!(in_help.len() >= 15, "{in_help:?} from:\n{help}");
+    assert_eq!(in_help, in_readme, "serve --help (left) and the README's settings table (right) differ");
+}
+
+#[test]
+fn healthcheck_exits_0_for_a_ready_server_and_1_naming_the_cause_otherwise() {
+    let app = crate::support::spawn_app();
+    let bind = app.base.trim_start_matches("http://").to_owned();
+    let check = |args: &[&str], bind: &str| {
+        Command::new(env!("CARGO_BIN_EXE_wpds"))
+            .arg("healthcheck")
+            .args(args)
+            .env("WPDS_BIND", bind)
+            .output()
+            .expect("runs")
+    };
+    assert!(check(&[], &bind).status.success(), "ready");
+    assert!(check(&["--live"], &bind).status.success(), "live");
+    let port = bind.rsplit(':').next().unwrap();
+    assert!(
+        check(&[], &format!("0.0.0.0:{port}")).status.success(),
+        "an unspecified bind is asked on loopback"
+    );
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
+    let refused = check(&[], &closed);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(text(&refused.stderr).contains(&format!("/readyz at {closed}")), "{}", text(&refused.stderr));
 }
 
 #[test]

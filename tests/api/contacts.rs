@@ -1,4 +1,4 @@
-//! Operation 4.8: creating a link between two contact companies of the workspace.
+//! `createCompanyLink`: creating a link between two contact companies of the workspace.
 //!
 //! Demo data: companies 61 (primary person 610; persons 610, 611), 62 (primary 620;
 //! persons 620, 621) and 63 (primary 630) in workspace 1, company 71 (person 710) in

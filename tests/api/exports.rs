@@ -1,4 +1,4 @@
-//! Operation 4.4: creating cross-project report exports, idempotent per `requestId`.
+//! `createCrossProjectReportExport`: creating cross-project report exports, idempotent per `requestId`.
 
 use crate::support::{MEMBER, OUTSIDER, TestApp, TestResponse, spawn_app};
 use serde_json::{Value, json};

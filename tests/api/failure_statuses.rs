@@ -3,14 +3,12 @@
 //! when the database cannot be reached in time. Each operation is driven with the request
 //! example the document itself publishes (the demo data matches the examples).
 
-use crate::support::{ADMIN, Options, TestApp, spawn_app_with};
-use diesel::Connection;
-use diesel::connection::SimpleConnection;
+use crate::support::{ADMIN, Options, TestApp, lock, raw_connection, spawn_app_with};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
 const RECEIPTS: &str = "/v1/workspaces/1/projects/7/sync-updates/commercial-receipts";
-use wpds_codegen::operations::{OperationInfo, collect};
+use wpds_document::operations::{OperationInfo, collect};
 
 /// One operation's example request.
 struct Example {
@@ -51,7 +49,7 @@ fn examples() -> Vec<Example> {
                     .and_then(Value::as_array)
                     .into_iter()
                     .flatten()
-                    .map(|p| wpds_codegen::deref(doc, p))
+                    .map(|p| wpds_document::deref(doc, p))
                     .find(|p| p["name"] == param.name.as_str())
                     .and_then(|p| p["example"].as_str())
                     .unwrap_or_else(|| panic!("{}: no example for {}", op.id, param.name));
@@ -61,7 +59,7 @@ fn examples() -> Vec<Example> {
                 let media =
                     &doc["paths"][&op.path][op.method.to_lowercase()]["requestBody"]["content"]["application/json"];
                 let first = media["examples"].as_object().and_then(|e| e.values().next()).expect("a body example");
-                wpds_codegen::deref(doc, first)["value"].clone()
+                wpds_document::deref(doc, first)["value"].clone()
             });
             Example { op, path, body }
         })
@@ -93,7 +91,7 @@ fn every_operation_answers_429_beyond_its_callers_limit_and_refreshing_does_not_
         for remaining in [1, 0] {
             let response = send(&app, example, &token);
             assert_ne!(response.status, 429, "{}: within the limit", example.op.id);
-            let policy = if example.op.secured { "per-user" } else { "per-address" };
+            let policy = if example.op.secured() { "per-user" } else { "per-address" };
             assert_eq!(response.header("ratelimit-policy"), Some(format!("\"{policy}\";q=2;w=60").as_str()));
             let standing = response.header("ratelimit").unwrap_or_default();
             assert!(
@@ -107,7 +105,7 @@ fn every_operation_answers_429_beyond_its_callers_limit_and_refreshing_does_not_
         assert_eq!(limited.json()["code"], "rate_limited");
         let wait: u32 = limited.header("retry-after").expect("Retry-After").parse().expect("seconds");
         assert!((1..=60).contains(&wait), "{}: Retry-After {wait}", example.op.id);
-        if example.op.secured {
+        if example.op.secured() {
             // A new login of the same user (as a refresh would give) shares the count.
             let fresh = app.tokens_for(ADMIN).access_token;
             assert_eq!(send(&app, example, &fresh).status, 429, "{}: per user, not per token", example.op.id);
@@ -184,60 +182,27 @@ fn an_unexpected_storage_failure_is_a_500_that_reveals_nothing() {
 fn every_operation_answers_503_with_retry_after_when_the_database_is_locked_past_the_timeout() {
     let app = spawn_app_with(Options { db_timeout: Duration::from_millis(300), ..Options::default() });
     let token = app.token.clone();
+    let sqlite = !app.database_url.starts_with("postgres");
     for example in examples() {
+        let id = &example.op.id;
         let conn = &mut raw_connection(&app);
-        lock(conn, table_of(&example.op.id));
+        lock(conn, table_of(id));
         let started = Instant::now();
         let response = send(&app, &example, &token);
         let waited = started.elapsed();
         conn.batch_execute("ROLLBACK").unwrap();
-        assert_eq!(response.status, 503, "{}: {}", example.op.id, response.text());
+        if sqlite && example.op.method == "GET" {
+            // SQLite's WAL: a reader sees the last commit and never waits for the writer, so
+            // the lock this test can take does not reach a read (on PostgreSQL an ACCESS
+            // EXCLUSIVE table lock does, and the union of both engines' runs covers its 503).
+            assert_eq!(response.status, 200, "{id}: a read is served while the write lock is held");
+            continue;
+        }
+        assert_eq!(response.status, 503, "{id}: {}", response.text());
         assert_eq!(response.json()["code"], "unavailable");
         assert_eq!(response.header("retry-after"), Some("1"));
-        assert!(waited < Duration::from_secs(2), "{}: answered after {waited:?}", example.op.id);
-        assert_ne!(
-            send(&app, &example, &token).status,
-            503,
-            "{}: recovers once the lock is gone",
-            example.op.id
-        );
-    }
-}
-
-/// A connection of the test's own to the server's database.
-enum Raw {
-    Sqlite(diesel::SqliteConnection),
-    Postgres(diesel::PgConnection),
-}
-
-impl Raw {
-    fn batch_execute(&mut self, sql: &str) -> diesel::QueryResult<()> {
-        match self {
-            Raw::Sqlite(c) => c.batch_execute(sql),
-            Raw::Postgres(c) => c.batch_execute(sql),
-        }
-    }
-}
-
-fn raw_connection(app: &TestApp) -> Raw {
-    match app.database_url.strip_prefix("sqlite://") {
-        Some(path) => {
-            let mut conn = diesel::SqliteConnection::establish(path).unwrap();
-            conn.batch_execute("PRAGMA busy_timeout = 5000").unwrap();
-            Raw::Sqlite(conn)
-        }
-        None => Raw::Postgres(diesel::PgConnection::establish(&app.database_url).unwrap()),
-    }
-}
-
-/// Holds a lock that keeps the operation's work from proceeding: SQLite's writer lock, or
-/// an exclusive lock on the operation's table on PostgreSQL.
-fn lock(conn: &mut Raw, table: &str) {
-    match conn {
-        Raw::Sqlite(c) => c.batch_execute("BEGIN IMMEDIATE").unwrap(),
-        Raw::Postgres(c) => {
-            c.batch_execute(&format!("BEGIN; LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")).unwrap()
-        }
+        assert!(waited < Duration::from_secs(2), "{id}: answered after {waited:?}");
+        assert_ne!(send(&app, &example, &token).status, 503, "{id}: recovers once the lock is gone");
     }
 }
 
@@ -251,7 +216,7 @@ fn every_operation_answers_the_pipelines_statuses_as_documented() {
         let request = || app.request(&example.op.method, &example.path);
         let with_body = |r| with_example_body(r, &example.body);
         let status = |response: crate::support::TestResponse| response.status;
-        if example.op.secured {
+        if example.op.secured() {
             assert_eq!(status(with_body(request().anonymous()).send()), 401, "{id}");
             let not_allowed = if example.path.starts_with("/admin/api/") { &member } else { &outsider };
             assert_eq!(status(with_body(request().bearer(not_allowed)).send()), 403, "{id}");

@@ -1,4 +1,4 @@
-//! Operation 4.5: replacing the takeoff mappings of an assistant import, with its rules in
+//! `replaceTakeoffMappings`: replacing the takeoff mappings of an assistant import, with its rules in
 //! order and optimistic concurrency on the import's version.
 
 use crate::support::{OUTSIDER, TestApp, spawn_app};

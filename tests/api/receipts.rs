@@ -1,4 +1,4 @@
-//! Operation 4.11: a project's commercial receipts, newest first, in keyset pages with
+//! `listCommercialReceipts`: a project's commercial receipts, newest first, in keyset pages with
 //! opaque, tamper-evident cursors bound to the listing.
 //!
 //! Demo data: 30 receipts in project 7 (some sharing a `createdAt`: 8992/8991/8990 and

@@ -1,5 +1,6 @@
-//! A request breaking any single constraint of part 8 answers 400 `validation_failed`
-//! naming that field (and its keyword); the last valid value at each boundary passes.
+//! A request breaking any single constraint of a request schema in `openapi/openapi.yaml`
+//! answers 400 `validation_failed` naming that field (and its keyword); the last valid
+//! value at each boundary passes.
 
 use crate::support::{TestApp, TestResponse, spawn_app};
 use serde_json::{Value, json};

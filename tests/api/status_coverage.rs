@@ -14,7 +14,7 @@ fn every_documented_status_of_every_operation_was_produced_by_some_test() {
         .filter_map(|(op, status)| Some((op.to_owned(), status.parse().ok()?)))
         .collect();
     let mut missing = Vec::new();
-    for op in wpds_codegen::operations::collect(wpds_contract::document::parsed()) {
+    for op in wpds_document::operations::collect(wpds_contract::document::parsed()) {
         for status in &op.statuses {
             if !seen.contains(&(op.id.clone(), *status)) {
                 missing.push(format!("{} {status}", op.id));
@@ -24,7 +24,7 @@ fn every_documented_status_of_every_operation_was_produced_by_some_test() {
     let undocumented: Vec<_> = seen
         .iter()
         .filter(|(op, status)| {
-            wpds_codegen::operations::collect(wpds_contract::document::parsed())
+            wpds_document::operations::collect(wpds_contract::document::parsed())
                 .iter()
                 .any(|o| &o.id == op && !o.statuses.contains(status))
         })

@@ -6,6 +6,8 @@
 //! `TEST_DATABASE_URL` names a PostgreSQL server.
 
 use crate::database::TestDatabase;
+use diesel::Connection;
+use diesel::connection::SimpleConnection;
 use serde_json::Value;
 use std::net::TcpListener;
 use std::sync::{Arc, OnceLock};
@@ -33,6 +35,12 @@ pub struct Options {
     pub db_timeout: std::time::Duration,
     /// How long a request body may take to arrive before the answer is 408.
     pub body_timeout: std::time::Duration,
+    /// MiB all request bodies may take together (`--body-memory-mib`).
+    pub body_memory_mib: usize,
+    /// Whether response bodies are compressed (`--compression`).
+    pub compression: bool,
+    /// Origins whose browser pages may call the API (`--cors-origins`).
+    pub cors_origins: Vec<String>,
 }
 
 impl Default for Options {
@@ -41,6 +49,9 @@ impl Default for Options {
             rate_limit_per_minute: 0,
             db_timeout: std::time::Duration::from_secs(5),
             body_timeout: std::time::Duration::from_secs(10),
+            body_memory_mib: 64,
+            compression: true,
+            cors_origins: Vec::new(),
         }
     }
 }
@@ -90,15 +101,20 @@ pub fn spawn_app_with(options: Options) -> TestApp {
     let address = listener.local_addr().expect("a bound address");
     let mut config = ServeConfig::for_address(address, &url);
     config.body_timeout_ms = u64::try_from(options.body_timeout.as_millis()).unwrap_or(u64::MAX);
+    config.body_memory_mib = options.body_memory_mib;
+    config.compression = options.compression;
+    config.cors_origins = options.cors_origins.clone();
     let state = AppState {
         db: Arc::clone(&db),
         lifetimes: TokenLifetimes::default(),
-        limiter: Arc::new(wpds::http::rate_limit::RateLimiter::new(
+        limiter: Arc::new(wpds::rate_limit::RateLimiter::new(
             options.rate_limit_per_minute,
             db.engine() == wpds_storage::Engine::Postgres,
             Vec::new(),
         )),
-        auth_cache: Arc::new(wpds::http::auth_cache::AuthCache::new(config.auth_cache_ttl())),
+        auth_cache: Arc::new(wpds::auth_cache::AuthCache::new(config.auth_cache_ttl())),
+        draining: Default::default(),
+        metrics: None,
     };
     let (ready, started) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -140,11 +156,36 @@ pub struct TestResponse {
     pub status: u16,
     /// Response headers, names lower-case.
     pub headers: Vec<(String, String)>,
-    /// The raw body.
+    /// The body, decoded when it came with a `Content-Encoding` (as a client does).
     pub body: Vec<u8>,
+    /// The length of the body as it was sent, before decoding.
+    pub wire_length: usize,
 }
 
 impl TestResponse {
+    /// A response whose body `wire` is decoded as its `Content-Encoding` says (gzip or
+    /// brotli), as every HTTP client does before reading it.
+    fn decoded(status: u16, headers: Vec<(String, String)>, wire: Vec<u8>) -> Self {
+        use std::io::Read;
+        let encoding = headers.iter().find(|(n, _)| n == "content-encoding").map(|(_, v)| v.clone());
+        let wire_length = wire.len();
+        let body = match encoding.as_deref() {
+            None | Some("identity") => wire,
+            Some("gzip") => {
+                let mut body = Vec::new();
+                flate2::read::GzDecoder::new(&wire[..]).read_to_end(&mut body).expect("a gzip body");
+                body
+            }
+            Some("br") => {
+                let mut body = Vec::new();
+                brotli::Decompressor::new(&wire[..], 4096).read_to_end(&mut body).expect("a brotli body");
+                body
+            }
+            Some(other) => panic!("an encoding this client did not ask for: {other}"),
+        };
+        TestResponse { status, headers, body, wire_length }
+    }
+
     /// The value of header `name` (lower-case), if present.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
@@ -236,9 +277,9 @@ impl<'a> RequestBuilder<'a> {
             .iter()
             .map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap_or_default().to_owned()))
             .collect();
-        let body =
+        let wire =
             response.body_mut().with_config().limit(16 * 1024 * 1024).read_to_vec().expect("a readable body");
-        let response = TestResponse { status, headers, body };
+        let response = TestResponse::decoded(status, headers, wire);
         check_contract(&self.method, &self.path, &response);
         response
     }
@@ -337,7 +378,7 @@ impl TestApp {
             .filter_map(|l| l.split_once(':'))
             .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
             .collect();
-        let response = TestResponse { status, headers, body: raw[split + 4..].to_vec() };
+        let response = TestResponse::decoded(status, headers, raw[split + 4..].to_vec());
         let method = head.split(' ').next().unwrap_or_default();
         let path = head.split(' ').nth(1).unwrap_or_default();
         check_contract(method, path, &response);
@@ -352,5 +393,47 @@ impl TestApp {
     /// `method path` with a JSON body.
     pub fn send_json(&self, method: &str, path: &str, body: &Value) -> TestResponse {
         self.request(method, path).json(body).send()
+    }
+}
+
+/// A connection of the test's own to the server's database, to break or lock it under the
+/// running server (a 500 or a 503 on demand).
+pub enum Raw {
+    /// To the server's SQLite file.
+    Sqlite(diesel::SqliteConnection),
+    /// To the server's PostgreSQL database.
+    Postgres(diesel::PgConnection),
+}
+
+impl Raw {
+    /// Runs `sql` (one or more statements).
+    pub fn batch_execute(&mut self, sql: &str) -> diesel::QueryResult<()> {
+        match self {
+            Raw::Sqlite(c) => c.batch_execute(sql),
+            Raw::Postgres(c) => c.batch_execute(sql),
+        }
+    }
+}
+
+/// Opens a [`Raw`] connection to `app`'s database.
+pub fn raw_connection(app: &TestApp) -> Raw {
+    match app.database_url.strip_prefix("sqlite://") {
+        Some(path) => {
+            let mut conn = diesel::SqliteConnection::establish(path).unwrap();
+            conn.batch_execute("PRAGMA busy_timeout = 5000").unwrap();
+            Raw::Sqlite(conn)
+        }
+        None => Raw::Postgres(diesel::PgConnection::establish(&app.database_url).unwrap()),
+    }
+}
+
+/// Holds a lock that keeps the operation's work from proceeding: SQLite's writer lock, or
+/// an exclusive lock on the operation's table on PostgreSQL.
+pub fn lock(conn: &mut Raw, table: &str) {
+    match conn {
+        Raw::Sqlite(c) => c.batch_execute("BEGIN IMMEDIATE").unwrap(),
+        Raw::Postgres(c) => {
+            c.batch_execute(&format!("BEGIN; LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")).unwrap()
+        }
     }
 }

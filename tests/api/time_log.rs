@@ -1,4 +1,4 @@
-//! Operation 4.9: the caller's own time-log cells, with optimistic concurrency.
+//! `setOwnTimeLogCell`: the caller's own time-log cells, with optimistic concurrency.
 
 use crate::support::{MEMBER, spawn_app};
 use serde_json::{Value, json};

@@ -230,7 +230,8 @@ impl Drop for Server {
 }
 
 /// A port nobody listens on right now.
-fn free_port() -> u16 {
+/// A loopback port nothing listens on now.
+pub fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a random port");
     listener.local_addr().expect("a bound address").port()
 }

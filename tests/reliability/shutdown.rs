@@ -1,5 +1,7 @@
-//! Issue 6, test 4: graceful shutdown. On SIGTERM a request already in flight is answered
-//! and new connections are refused.
+//! Graceful shutdown. On SIGTERM a request already in flight is answered and new
+//! connections are refused (the default, `WPDS_DRAIN_SECONDS=0`); with a drain period the
+//! server first keeps serving for that long while `/readyz` answers 503, so a load
+//! balancer takes it out before its listener closes.
 //!
 //! The request is held in flight deterministically: the test holds the write lock (SQLite:
 //! `BEGIN IMMEDIATE`; PostgreSQL: the cell's row, `SELECT … FOR UPDATE`) so the server's
@@ -8,12 +10,12 @@
 //! among the process's descriptors) and, on PostgreSQL, until the server's statement is
 //! waiting for the row lock; only then does it send SIGTERM.
 
-use crate::harness::{CELLS, Seeded, Server, agent, cell, put_cell, wait_until};
+use crate::harness::{CELLS, Seeded, Server, agent, cell, put_cell, readyz, wait_until};
 use diesel::connection::SimpleConnection;
 use diesel::{Connection, RunQueryDsl};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const DATE: &str = "2024-02-29";
 
@@ -138,4 +140,41 @@ fn on_sigterm_an_in_flight_request_is_answered_and_new_connections_are_refused()
     assert!(response.contains("\"note\":\"in flight\""), "{response}");
     let status = server.wait_for_exit(Duration::from_secs(30));
     assert!(status.success(), "exit status {status}; log:\n{}", server.log_text());
+}
+
+#[test]
+fn with_a_drain_period_the_server_serves_on_while_readiness_says_503_then_stops() {
+    // Arrange: a server with a 3 s drain, ready.
+    let seeded = Seeded::new();
+    let mut server =
+        Server::start_with(&seeded.database.url, &[("WPDS_DRAIN_SECONDS", "3"), ("WPDS_LOG", "info")]);
+    assert_eq!(readyz(&agent(), &server.base).ok(), Some(200));
+
+    // Act: SIGTERM.
+    let signalled = Instant::now();
+    server.terminate();
+
+    // Assert: readiness turns 503 at once, while new connections are still accepted and
+    // served (a fresh client each time, so nothing rides on a kept-alive connection).
+    wait_until("readiness answers 503", Duration::from_secs(2), || {
+        readyz(&agent(), &server.base).ok() == Some(503)
+    });
+    let during = put_cell(&agent(), &server.base, &seeded.token, &cell(DATE, "3", "during the drain", 1))
+        .expect("an answer during the drain");
+    assert_eq!(during.status, 200, "{}", during.body);
+    assert!(signalled.elapsed() < Duration::from_secs(3), "the write came within the drain");
+    // ... then the listener closes, not before the drain is over, and the process exits 0.
+    wait_until("new connections are refused", Duration::from_secs(10), || {
+        TcpStream::connect(("127.0.0.1", server.port))
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionRefused)
+    });
+    let closed_after = signalled.elapsed();
+    assert!(closed_after >= Duration::from_millis(2900), "closed after {closed_after:?}, within the drain");
+    let status = server.wait_for_exit(Duration::from_secs(30));
+    assert!(status.success(), "exit status {status}; log:\n{}", server.log_text());
+    let log = server.log_text();
+    assert!(log.contains("(contract 1.0.0) on "), "the start-up line: {log}");
+    assert!(log.contains("settings not at their default: ") && log.contains("WPDS_DRAIN_SECONDS=3"), "{log}");
+    assert!(log.contains("draining for 3 s"), "{log}");
+    assert!(log.contains("starting graceful shutdown"), "{log}");
 }

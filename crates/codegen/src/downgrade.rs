@@ -26,6 +26,9 @@
 //!   `responses: {default: {description: …}}`: both are required in 3.0 and neither
 //!   affects which requests are accepted.
 //! - A `mutualTLS` security scheme panics: 3.0 has no such scheme type.
+//! - Security requirements of schemes other than `oauth2`/`openIdConnect` lose their role
+//!   names (`bearerAuth: [platform-admin]` becomes `bearerAuth: []`): 3.1 allows roles
+//!   there, 3.0 requires an empty list. Who may call stays the server's rule.
 //!
 //! # Schema rewrites
 //!
@@ -166,9 +169,46 @@ pub fn downgrade_to_30(doc: &Value) -> Value {
     let lookup = json!({ "components": { "pathItems": path_items.unwrap_or_else(|| json!({})) } });
 
     Walk { schema: &mut |_, _| {}, fix: Some(&lookup) }.document(root);
+    strip_role_names(root);
     downgrade_schemas(root);
     check_refs(&out);
     out
+}
+
+/// Empties the scope lists of security requirements whose scheme is neither `oauth2` nor
+/// `openIdConnect`: 3.1 lets them name roles (`bearerAuth: [platform-admin]`), 3.0 requires
+/// them empty. The roles are the server's to enforce; a client sends the same token.
+fn strip_role_names(root: &mut Map<String, Value>) {
+    let scoped: Vec<String> = root
+        .get("components")
+        .and_then(|c| c.get("securitySchemes"))
+        .and_then(Value::as_object)
+        .map(|schemes| {
+            schemes
+                .iter()
+                .filter(|(_, s)| {
+                    matches!(s.get("type").and_then(Value::as_str), Some("oauth2" | "openIdConnect"))
+                })
+                .map(|(name, _)| name.clone())
+                .collect()
+        })
+        .unwrap_or_default();
+    let strip = |security: Option<&mut Value>| {
+        for requirement in security.and_then(Value::as_array_mut).into_iter().flatten() {
+            for (scheme, roles) in requirement.as_object_mut().into_iter().flatten() {
+                if !scoped.contains(scheme) {
+                    *roles = json!([]);
+                }
+            }
+        }
+    };
+    strip(root.get_mut("security"));
+    for item in root.get_mut("paths").and_then(Value::as_object_mut).into_iter().flat_map(|p| p.values_mut())
+    {
+        for method in METHODS {
+            strip(item.get_mut(method).and_then(|op| op.get_mut("security")));
+        }
+    }
 }
 
 /// Panics with the module's message format: what went wrong and where.
@@ -1925,8 +1965,13 @@ mod tests {
         // Media Type examples maps are untouched.
         let media = "/paths/~1v1~1workspaces~1{workspaceId}~1projects~1{projectId}~1documents~1{documentId}~1type/put/requestBody/content/application~1json/examples";
         assert_eq!(out.pointer(media), doc.pointer(media));
+        // Security requirements keep their schemes, without role names.
+        let assign = "/paths/~1v1~1workspaces~1{workspaceId}~1projects~1{projectId}~1documents~1{documentId}~1type/put/security";
+        assert_eq!(doc.pointer(assign), Some(&json!([{ "bearerAuth": ["workspace-member"] }])));
+        assert_eq!(out.pointer(assign), Some(&json!([{ "bearerAuth": [] }])));
         // Outside the Schema Objects nothing changes but the documented root and `info`
-        // fields: every operation, parameter, response and `examples` map is kept as it is.
+        // fields and the role names: every operation, parameter, response and `examples` map
+        // is kept as it is.
         fn without_schemas(v: &Value) -> Value {
             match v {
                 Value::Object(m) => Value::Object(
@@ -1934,7 +1979,7 @@ mod tests {
                         .filter(|(k, _)| {
                             !matches!(
                                 k.as_str(),
-                                "schema" | "schemas" | "openapi" | "jsonSchemaDialect" | "info"
+                                "schema" | "schemas" | "openapi" | "jsonSchemaDialect" | "info" | "security"
                             )
                         })
                         .map(|(k, c)| (k.clone(), without_schemas(c)))
@@ -1947,5 +1992,25 @@ mod tests {
         assert_eq!(without_schemas(&doc), without_schemas(&out));
         // Downgrading is deterministic.
         assert_eq!(downgrade_to_30(&doc), out);
+    }
+
+    #[test]
+    fn role_names_of_http_schemes_are_emptied_and_oauth_scopes_kept() {
+        let doc = json!({
+            "openapi": "3.1.0",
+            "info": { "title": "t", "version": "1" },
+            "security": [{ "bearer": ["member"] }],
+            "paths": { "/a": { "get": {
+                "security": [{ "bearer": ["platform-admin"], "oauth": ["read"] }],
+                "responses": { "200": { "description": "ok" } }
+            } } },
+            "components": { "securitySchemes": {
+                "bearer": { "type": "http", "scheme": "bearer" },
+                "oauth": { "type": "oauth2", "flows": {} }
+            } }
+        });
+        let out = downgrade_to_30(&doc);
+        assert_eq!(out["security"], json!([{ "bearer": [] }]));
+        assert_eq!(out["paths"]["/a"]["get"]["security"], json!([{ "bearer": [], "oauth": ["read"] }]));
     }
 }

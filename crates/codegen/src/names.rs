@@ -1,10 +1,14 @@
 //! Identifier conversions between the document's names and Rust's.
 
-/// `assignDocumentType` → `assign_document_type`; `workspaceId` → `workspace_id`.
+/// `assignDocumentType` → `assign_document_type`; `workspaceId` → `workspace_id`;
+/// `$schema` → `schema` (a `$` cannot be part of a Rust name).
 pub fn snake_case(name: &str) -> String {
     let mut out = String::with_capacity(name.len() + 4);
     let mut prev_lower_or_digit = false;
     for c in name.chars() {
+        if c == '$' {
+            continue;
+        }
         if c == '-' || c == ' ' || c == '.' {
             out.push('_');
             prev_lower_or_digit = false;
@@ -23,11 +27,14 @@ pub fn snake_case(name: &str) -> String {
 }
 
 /// `assignDocumentType` → `AssignDocumentType`; `skipped_already_in_sync` →
-/// `SkippedAlreadyInSync`.
+/// `SkippedAlreadyInSync`; `$schema` → `Schema`.
 pub fn pascal_case(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
     let mut upper_next = true;
     for c in name.chars() {
+        if c == '$' {
+            continue;
+        }
         if c == '_' || c == '-' || c == ' ' || c == '.' {
             upper_next = true;
         } else if upper_next {
@@ -68,6 +75,7 @@ mod tests {
         assert_eq!(snake_case("workspaceId"), "workspace_id");
         assert_eq!(snake_case("in"), "r#in");
         assert_eq!(snake_case("type"), "r#type");
+        assert_eq!(snake_case("$schema"), "schema");
     }
 
     #[test]
@@ -75,5 +83,7 @@ mod tests {
         assert_eq!(pascal_case("skipped_already_in_sync"), "SkippedAlreadyInSync");
         assert_eq!(pascal_case("modelNumber"), "ModelNumber");
         assert_eq!(pascal_case("Bearer"), "Bearer");
+        assert_eq!(pascal_case("$schema"), "Schema");
+        assert_eq!(pascal_case("nullableVersionedRef"), "NullableVersionedRef");
     }
 }

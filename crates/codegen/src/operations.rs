@@ -1,173 +1,113 @@
 //! The operation table, the `Operations` trait and the actix-web route wiring.
 //!
 //! For every operation of the document the generated code holds:
-//! - an entry of `OPERATIONS` (method, path, `operationId`, success status, whether it
-//!   takes a bearer token and a body, every documented status);
+//! - an entry of `OPERATIONS` (method, path, `operationId`, success status, who may call
+//!   it (`Access`, from the operation's own `security` and its role name), whether it takes
+//!   a body, every documented status);
 //! - one method of the `Operations` trait, named after the `operationId`, taking the
-//!   operation's generated `…Path`, `…Query` and body types and returning its success body
-//!   type, so a handler that is missing or whose types no longer match the document fails
-//!   to compile with an error naming the operation;
+//!   operation's generated `…Path`, `…Query`, `…Headers` and body types and returning its
+//!   `…Response` enum, so a handler that is missing or whose types no longer match the
+//!   document fails to compile with an error naming the operation;
+//! - the `…Response` enum: one variant per successful (2xx or 3xx) response, named after
+//!   its status (`Ok`, `Created`, `NotModified`, …), holding the body (when the response
+//!   has one) and one typed field per response header the handler sets (required headers
+//!   plain, optional ones `Option`), and its `Respond` impl, which turns it into the
+//!   status, JSON body and headers of the answer. A handler that stops setting a declared
+//!   header, or returns a status the document does not list, does not compile. The
+//!   headers the pipeline itself sets on every answer ([`PIPELINE_HEADERS`]) are not
+//!   fields;
 //! - an actix-web handler that runs the shared request pipeline (`dispatch`) and calls the
 //!   trait method, and the route registering it. A path answers 405 with `Allow` for the
 //!   methods it lacks.
 //!
-//! The generated code names `RequestContext`, `Reply`, `ApiError`, `Input`, `dispatch`,
-//! `method_not_allowed` and the contract types unqualified: the including module brings
-//! them into scope.
+//! The generated code names `Access`, `RequestContext`, `Answer`, `Respond`, `ApiError`,
+//! `Input`, `dispatch`, `method_not_allowed` and the contract types unqualified: the
+//! including module brings them into scope.
+//!
+//! A construct the generator does not support fails the build naming the operation and the
+//! construct: a response header whose schema is not a string, integer, number or boolean,
+//! or one named like the body field (`body`); and, read by `wpds_document`, everything the
+//! document model refuses.
 
 use crate::names::{literal, pascal_case, snake_case};
-use crate::{deref, ref_name};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt::Write;
+use wpds_document::deref;
+use wpds_document::operations::{OperationInfo, ResponseHeader, Security, Success, collect};
 
-/// HTTP methods an OpenAPI path item may hold, in the order routes are registered.
-const METHODS: &[&str] = &["get", "put", "post", "delete", "options", "head", "patch", "trace"];
-
-/// A path or query parameter of an operation.
-#[derive(Debug, Clone)]
-pub struct Parameter {
-    /// The parameter's name as on the wire.
-    pub name: String,
-    /// `path` or `query`.
-    pub location: String,
-    /// Whether the parameter must be present.
-    pub required: bool,
-    /// The parameter's schema (references left in place).
-    pub schema: Value,
-    /// The parameter's description, if any.
-    pub description: Option<String>,
-    /// JSON pointer of the parameter in the document, for error messages.
-    pub pointer: String,
+/// The Rust names the generated code gives an operation, derived from its `operationId`.
+pub trait RustNames {
+    /// The `Operations` trait method's name (`snake_case` of the id).
+    fn method_name(&self) -> String;
+    /// Prefix of the operation's generated `…Path` and `…Query` types (`PascalCase` of the id).
+    fn type_prefix(&self) -> String;
 }
 
-/// What the generators need to know of one operation.
-#[derive(Debug, Clone)]
-pub struct OperationInfo {
-    /// The `operationId` (camelCase).
-    pub id: String,
-    /// The trait method's name (`snake_case` of the id).
-    pub method_name: String,
-    /// Prefix of the operation's generated types (`PascalCase` of the id).
-    pub type_prefix: String,
-    /// Upper-case HTTP method.
-    pub method: String,
-    /// The path template, `{name}` for parameters.
-    pub path: String,
-    /// The operation's summary.
-    pub summary: String,
-    /// Path parameters, in document order.
-    pub path_params: Vec<Parameter>,
-    /// Query parameters, in document order.
-    pub query_params: Vec<Parameter>,
-    /// Component name of the JSON request body schema, if the operation takes a body.
-    pub body_type: Option<String>,
-    /// The single 2xx status.
-    pub success_status: u16,
-    /// Component name of the success body schema.
-    pub success_type: String,
-    /// Whether a bearer token is required (the operation's or the global `security`).
-    pub secured: bool,
-    /// Every documented status code, ascending.
-    pub statuses: Vec<u16>,
-}
-
-/// Every operation of the document, in document order.
-///
-/// Panics naming the operation when it lacks an `operationId`, has no or several 2xx
-/// responses, or uses a body or response that is not a `$ref` to a component schema.
-pub fn collect(doc: &Value) -> Vec<OperationInfo> {
-    let mut ops = Vec::new();
-    let paths = doc["paths"].as_object().expect("the document needs `paths`");
-    let global_security = doc.get("security").and_then(Value::as_array).is_some_and(|s| !s.is_empty());
-    for (path, item) in paths {
-        for method in METHODS {
-            let Some(op) = item.get(*method) else {
-                continue;
-            };
-            let where_ = format!("{} {path}", method.to_uppercase());
-            let id = op["operationId"]
-                .as_str()
-                .unwrap_or_else(|| panic!("{where_}: every operation needs an operationId"))
-                .to_owned();
-            let mut path_params = Vec::new();
-            let mut query_params = Vec::new();
-            let params = item
-                .get("parameters")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .chain(op.get("parameters").and_then(Value::as_array).into_iter().flatten());
-            for (index, raw) in params.enumerate() {
-                let p = deref(doc, raw);
-                let parameter = Parameter {
-                    name: p["name"]
-                        .as_str()
-                        .unwrap_or_else(|| panic!("{id}: parameter without name"))
-                        .to_owned(),
-                    location: p["in"].as_str().unwrap_or_default().to_owned(),
-                    required: p.get("required") == Some(&Value::Bool(true)),
-                    schema: p
-                        .get("schema")
-                        .cloned()
-                        .unwrap_or_else(|| panic!("{id}: parameter without schema")),
-                    description: p.get("description").and_then(Value::as_str).map(str::to_owned),
-                    pointer: format!("{id}/parameters/{index}"),
-                };
-                match parameter.location.as_str() {
-                    "path" => path_params.push(parameter),
-                    "query" => query_params.push(parameter),
-                    other => panic!("{id}: parameters in `{other}` are not supported"),
-                }
-            }
-            let body_type = op.get("requestBody").map(|body| {
-                let body = deref(doc, body);
-                let schema = &body["content"]["application/json"]["schema"];
-                let reference = schema["$ref"]
-                    .as_str()
-                    .unwrap_or_else(|| panic!("{id}: the request body must be a $ref to a component schema"));
-                ref_name(reference).to_owned()
-            });
-            let responses = op["responses"].as_object().unwrap_or_else(|| panic!("{id}: no responses"));
-            let statuses: Vec<u16> = responses
-                .keys()
-                .map(|k| k.parse().unwrap_or_else(|_| panic!("{id}: response `{k}` is not a status code")))
-                .collect();
-            let successes: Vec<u16> = statuses.iter().copied().filter(|s| (200..300).contains(s)).collect();
-            let [success_status] = successes[..] else {
-                panic!("{id}: exactly one 2xx response is supported, found {successes:?}")
-            };
-            let success = deref(doc, &responses[&success_status.to_string()]);
-            let success_type = success["content"]["application/json"]["schema"]["$ref"]
-                .as_str()
-                .map(|r| ref_name(r).to_owned())
-                .unwrap_or_else(|| {
-                    panic!("{id}: the {success_status} body must be a $ref to a component schema")
-                });
-            let secured = match op.get("security").and_then(Value::as_array) {
-                Some(requirements) => !requirements.is_empty(),
-                None => global_security,
-            };
-            let mut sorted = statuses.clone();
-            sorted.sort_unstable();
-            ops.push(OperationInfo {
-                method_name: snake_case(&id),
-                type_prefix: pascal_case(&id),
-                method: method.to_uppercase(),
-                path: path.clone(),
-                summary: op.get("summary").and_then(Value::as_str).unwrap_or_default().to_owned(),
-                path_params,
-                query_params,
-                body_type,
-                success_status,
-                success_type,
-                secured,
-                statuses: sorted,
-                id,
-            });
-        }
+impl RustNames for OperationInfo {
+    fn method_name(&self) -> String {
+        snake_case(&self.id)
     }
-    ops
+
+    fn type_prefix(&self) -> String {
+        pascal_case(&self.id)
+    }
+}
+
+/// The response headers the request pipeline sets on every answer of an operation (the
+/// rate limiter's standing, the trace id), compared case-insensitively: a success response
+/// may declare them, and they are not the handler's to set.
+pub const PIPELINE_HEADERS: &[&str] = &["RateLimit-Policy", "RateLimit", "X-Request-Id"];
+
+/// The security scheme every secured operation names.
+pub const BEARER_SCHEME: &str = "bearerAuth";
+
+/// The role names an operation's `security` may give `bearerAuth`, and the `Access` variant
+/// each becomes.
+pub const ROLES: &[(&str, &str)] =
+    &[("workspace-member", "WorkspaceMember"), ("platform-admin", "PlatformAdmin")];
+
+/// The `Access` variant of `op`: who may call it, from its own `security`.
+///
+/// Panics (a build failure) naming the operation when it has no `security` of its own,
+/// names another scheme or an unknown role, names several, or is for workspace members
+/// without a `workspaceId` path parameter to check membership of.
+fn access(op: &OperationInfo) -> &'static str {
+    let id = &op.id;
+    let requirements = match &op.security {
+        Security::Public => return "Public",
+        Security::Inherited => panic!(
+            "{id}: the operation declares no `security` of its own; every operation names who may call \
+             it: `security: [{{{BEARER_SCHEME}: [workspace-member]}}]`, `[{{{BEARER_SCHEME}: [platform-admin]}}]`, \
+             or `security: []` for a public one"
+        ),
+        Security::Requirements(requirements) => requirements,
+    };
+    let [requirement] = &requirements[..] else {
+        panic!("{id}: `security` must hold exactly one requirement, found {}", requirements.len())
+    };
+    let [(scheme, roles)] = &requirement[..] else {
+        panic!("{id}: a security requirement must name only `{BEARER_SCHEME}`")
+    };
+    if scheme != BEARER_SCHEME {
+        panic!("{id}: security scheme `{scheme}` is not supported; use `{BEARER_SCHEME}`");
+    }
+    let [role] = &roles[..] else {
+        panic!("{id}: `{BEARER_SCHEME}` must name exactly one role of {:?}, found {roles:?}", role_names())
+    };
+    let variant = ROLES
+        .iter()
+        .find(|(name, _)| name == role)
+        .map(|(_, variant)| *variant)
+        .unwrap_or_else(|| panic!("{id}: unknown role `{role}`; the roles are {:?}", role_names()));
+    if variant == "WorkspaceMember" && !op.path_params.iter().any(|p| p.name == "workspaceId") {
+        panic!("{id}: a `workspace-member` operation needs a `workspaceId` path parameter");
+    }
+    variant
+}
+
+fn role_names() -> Vec<&'static str> {
+    ROLES.iter().map(|(name, _)| *name).collect()
 }
 
 /// Generates the operation table, the `Operations` trait, the actix-web handlers and
@@ -179,16 +119,16 @@ pub fn generate(doc: &Value) -> String {
     out.push_str(
         "/// Every operation of the contract, in document order.\npub const OPERATIONS: &[Operation] = &[\n",
     );
-    for op in &ops {
+    for (index, op) in ops.iter().enumerate() {
         let _ = writeln!(
             out,
-            "    Operation {{ id: {}, method: {}, path: {}, summary: {}, success_status: {}, secured: {}, has_body: {}, statuses: &{:?} }},",
+            "    Operation {{ index: {index}, id: {}, method: {}, path: {}, summary: {}, success_status: {}, access: Access::{}, has_body: {}, statuses: &{:?} }},",
             literal(&op.id),
             literal(&op.method),
             literal(&op.path),
             literal(&op.summary),
-            op.success_status,
-            op.secured,
+            op.successes[0].status,
+            access(op),
             op.body_type.is_some(),
             op.statuses,
         );
@@ -207,13 +147,17 @@ pub fn generate(doc: &Value) -> String {
         );
         let _ = writeln!(
             out,
-            "    fn {}(&self, ctx: RequestContext{}) -> impl std::future::Future<Output = Result<Reply<{}>, ApiError>> + Send;",
-            op.method_name,
+            "    fn {}(&self, ctx: RequestContext{}) -> impl std::future::Future<Output = Result<{}Response, ApiError>> + Send;",
+            op.method_name(),
             arguments(op, true),
-            op.success_type,
+            op.type_prefix(),
         );
     }
     out.push_str("}\n\n");
+
+    for op in &ops {
+        out.push_str(&responses(doc, op));
+    }
 
     for (index, op) in ops.iter().enumerate() {
         let mut extract = String::new();
@@ -223,6 +167,9 @@ pub fn generate(doc: &Value) -> String {
         if !op.query_params.is_empty() {
             extract.push_str("let query = input.query()?; ");
         }
+        if !op.header_params.is_empty() {
+            extract.push_str("let headers = input.headers()?; ");
+        }
         if op.body_type.is_some() {
             extract.push_str("let body = input.body()?; ");
         }
@@ -230,8 +177,16 @@ pub fn generate(doc: &Value) -> String {
             out,
             "async fn {name}<S: Operations>(svc: actix_web::web::Data<S>, req: actix_web::HttpRequest, payload: actix_web::web::Payload) -> actix_web::HttpResponse {{\n    \
              dispatch(&OPERATIONS[{index}], req, payload, move |ctx, {input}| async move {{ {extract}svc.{name}(ctx{args}).await }}).await\n}}\n",
-            name = op.method_name,
-            input = if op.body_type.is_some() { "mut input" } else { "input" },
+            name = op.method_name(),
+            input = if op.path_params.is_empty()
+                && op.query_params.is_empty()
+                && op.header_params.is_empty()
+                && op.body_type.is_none()
+            {
+                "_input"
+            } else {
+                "mut input"
+            },
             args = arguments(op, false),
         );
     }
@@ -249,7 +204,8 @@ pub fn generate(doc: &Value) -> String {
             let _ = write!(
                 out,
                 "\n        .route(actix_web::web::method(actix_web::http::Method::{}).to({}::<S>))",
-                op.method, op.method_name
+                op.method,
+                op.method_name()
             );
         }
         let _ = writeln!(
@@ -264,15 +220,152 @@ pub fn generate(doc: &Value) -> String {
 /// The trait method's parameters after `ctx` (`with_types`), or the call's arguments.
 fn arguments(op: &OperationInfo, with_types: bool) -> String {
     let mut args = String::new();
-    let prefix = &op.type_prefix;
+    let prefix = op.type_prefix();
     if !op.path_params.is_empty() {
         args.push_str(&if with_types { format!(", path: {prefix}Path") } else { ", path".to_owned() });
     }
     if !op.query_params.is_empty() {
         args.push_str(&if with_types { format!(", query: {prefix}Query") } else { ", query".to_owned() });
     }
+    if !op.header_params.is_empty() {
+        args.push_str(&if with_types {
+            format!(", headers: {prefix}Headers")
+        } else {
+            ", headers".to_owned()
+        });
+    }
     if let Some(body) = &op.body_type {
         args.push_str(&if with_types { format!(", body: {body}") } else { ", body".to_owned() });
     }
     args
+}
+
+/// The variant name of a successful status: its reason phrase (RFC 9110), else `Status{n}`.
+fn variant_name(status: u16) -> String {
+    let known = match status {
+        200 => "Ok",
+        201 => "Created",
+        202 => "Accepted",
+        203 => "NonAuthoritativeInformation",
+        204 => "NoContent",
+        205 => "ResetContent",
+        206 => "PartialContent",
+        300 => "MultipleChoices",
+        301 => "MovedPermanently",
+        302 => "Found",
+        303 => "SeeOther",
+        304 => "NotModified",
+        307 => "TemporaryRedirect",
+        308 => "PermanentRedirect",
+        _ => return format!("Status{status}"),
+    };
+    known.to_owned()
+}
+
+/// The headers of `success` the handler sets: every declared one but the pipeline's.
+fn handler_headers(success: &Success) -> impl Iterator<Item = &ResponseHeader> {
+    success.headers.iter().filter(|h| !PIPELINE_HEADERS.iter().any(|p| p.eq_ignore_ascii_case(&h.name)))
+}
+
+/// The Rust type of a response header's value. Panics (a build failure) naming the
+/// operation, the status and the header for a schema a header cannot carry.
+fn header_type(doc: &Value, op: &OperationInfo, status: u16, header: &ResponseHeader) -> &'static str {
+    let schema = deref(doc, &header.schema);
+    let kind = match schema.get("type") {
+        Some(Value::String(kind)) => kind.as_str(),
+        _ => "typeless",
+    };
+    match kind {
+        "string" => "String",
+        "integer" => "i64",
+        "number" => "f64",
+        "boolean" => "bool",
+        other => panic!(
+            "{}: response {status}: header `{}`: a {other} schema is not supported; a response header is a string, integer, number or boolean",
+            op.id, header.name
+        ),
+    }
+}
+
+/// The operation's `…Response` enum and its `Respond` impl.
+fn responses(doc: &Value, op: &OperationInfo) -> String {
+    let name = format!("{}Response", op.type_prefix());
+    let mut variants = String::new();
+    let mut arms = String::new();
+    for success in &op.successes {
+        let variant = variant_name(success.status);
+        let headers: Vec<(&ResponseHeader, String, &str)> = handler_headers(success)
+            .map(|h| {
+                let field = snake_case(&h.name);
+                if field == "body" {
+                    panic!(
+                        "{}: response {}: header `{}` is named like the body field; rename the header",
+                        op.id, success.status, h.name
+                    );
+                }
+                (h, field, header_type(doc, op, success.status, h))
+            })
+            .collect();
+        let _ = writeln!(
+            variants,
+            "    #[doc = {}]",
+            literal(&format!("{}: {}", success.status, success.description.trim()))
+        );
+        let mut bound = Vec::new();
+        let mut fields = String::new();
+        if let Some(body) = &success.body_type {
+            bound.push("body".to_owned());
+            let _ = writeln!(
+                fields,
+                "        /// The response body.
+        body: {body},"
+            );
+        }
+        for (header, field, ty) in &headers {
+            let doc_text = header.description.as_deref().unwrap_or("").trim();
+            let _ =
+                writeln!(fields, "        #[doc = {}]", literal(&format!("`{}`. {doc_text}", header.name)));
+            let ty = if header.required { ty.to_string() } else { format!("Option<{ty}>") };
+            let _ = writeln!(fields, "        {field}: {ty},");
+            bound.push(field.clone());
+        }
+        // A body alone is a tuple variant (`Ok(body)`); no body and no header a unit one.
+        let pattern = match (&success.body_type, headers.is_empty()) {
+            (Some(body), true) => {
+                let _ = writeln!(variants, "    {variant}({body}),");
+                format!("Self::{variant}(body)")
+            }
+            (None, true) => {
+                let _ = writeln!(variants, "    {variant},");
+                format!("Self::{variant}")
+            }
+            _ => {
+                let _ = writeln!(variants, "    {variant} {{\n{fields}    }},");
+                format!("Self::{variant} {{ {} }}", bound.join(", "))
+            }
+        };
+        let binding = if headers.is_empty() { "answer" } else { "mut answer" };
+        let mut arm = match &success.body_type {
+            Some(_) => format!("let {binding} = Answer::json({}, &body)?; ", success.status),
+            None => format!("let {binding} = Answer::empty({}); ", success.status),
+        };
+        for (header, field, _) in &headers {
+            let wire = literal(&header.name.to_ascii_lowercase());
+            if header.required {
+                let _ = write!(arm, "answer.header({wire}, {field}.to_string()); ");
+            } else {
+                let _ = write!(
+                    arm,
+                    "if let Some(value) = {field} {{ answer.header({wire}, value.to_string()); }} "
+                );
+            }
+        }
+        let _ = writeln!(arms, "            {pattern} => {{ {arm}Ok(answer) }}");
+    }
+    format!(
+        "#[doc = {}]\n#[derive(Debug, Clone, PartialEq)]\npub enum {name} {{\n{variants}}}\n\n\
+         impl Respond for {name} {{\n    fn into_answer(self) -> Result<Answer, ApiError> {{\n        \
+         match self {{\n{arms}        }}\n    }}\n}}\n\n",
+        literal(&format!("What `{}` answers on success, one variant per documented status.", op.id)),
+    )
 }

@@ -10,7 +10,10 @@
 //! - [`problem`]: the RFC 9457 problem body every error answers with.
 //!
 //! Rules: no business logic, no I/O beyond the embedded document, and no storage
-//! dependency (CI checks that diesel never enters this crate's dependency tree). A rule the
+//! dependency (CI checks that diesel never enters this crate's dependency tree). The
+//! document is read at run time through `wpds-document`; the generators (`wpds-codegen`)
+//! and the breaking-change checker (`wpds-compat`) are never normal dependencies, only the
+//! build script uses the generators (`scripts/check-layering` checks both). A rule the
 //! document states is enforced from the document, never re-typed here by hand.
 
 pub mod document;

@@ -1,8 +1,9 @@
 //! The RFC 9457 problem body (`Problem` of the document) and the catalogue of its codes.
 //!
-//! Every 4xx and 5xx the service sends is a [`Problem`] with a stable snake_case `code`
-//! from [`CODES`]; its `type` is `/problems/{code}`, a page on this server built from the
-//! same catalogue.
+//! Every 4xx and 5xx the service sends is a [`Problem`] with a stable snake_case `code`, a
+//! [`ProblemCode`] generated from the document's `components.x-problem-codes`; its `type`
+//! is `/problems/{code}`, a page on this server built from the same catalogue. A code is a
+//! name the compiler checks, so nothing on the error path can fail to find one.
 //!
 //! A problem body never grows with the request that caused it: [`Problem::with_errors`]
 //! lists at most [`MAX_LISTED_ERRORS`] entries (and stops earlier once their text reaches
@@ -12,168 +13,26 @@
 
 use crate::types::{Problem, ProblemError, ProblemErrorIn};
 
-/// One problem type: its stable code, HTTP status, title and a short explanation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ProblemType {
-    /// Stable snake_case code (`Problem.code`).
-    pub code: &'static str,
-    /// HTTP status answered with it.
-    pub status: u16,
-    /// Short summary (`Problem.title`).
-    pub title: &'static str,
-    /// What it means and what a client can do about it (the `/problems/{code}` page).
-    pub description: &'static str,
+/// The problem-code catalogue, generated from the document's `components.x-problem-codes`
+/// (see `wpds_codegen::problems`).
+mod codes {
+    include!(concat!(env!("OUT_DIR"), "/problem_codes.rs"));
 }
 
-/// Every problem type the service answers with.
-pub const CODES: &[ProblemType] = &[
-    ProblemType {
-        code: "validation_failed",
-        status: 400,
-        title: "Validation failed",
-        description: "The request breaks the published schema: a path, query or body value is missing, malformed or out of bounds, or the body is not valid JSON. errors[] lists every violation with the failing schema keyword.",
-    },
-    ProblemType {
-        code: "unauthenticated",
-        status: 401,
-        title: "Unauthenticated",
-        description: "No bearer token was sent, or it is malformed, unknown, expired or revoked. Obtain a new access token with POST /v1/auth/refresh.",
-    },
-    ProblemType {
-        code: "invalid_grant",
-        status: 401,
-        title: "Invalid grant",
-        description: "The refresh token is unknown, expired, revoked or already spent. A spent refresh token presented again revokes every token of its login.",
-    },
-    ProblemType {
-        code: "forbidden",
-        status: 403,
-        title: "Forbidden",
-        description: "The caller is not a member of the workspace, or not a platform administrator on /admin/api.",
-    },
-    ProblemType {
-        code: "not_found",
-        status: 404,
-        title: "Not found",
-        description: "The route, or a record named in the path, does not exist in this workspace.",
-    },
-    ProblemType {
-        code: "method_not_allowed",
-        status: 405,
-        title: "Method not allowed",
-        description: "The path exists but not with this method; the Allow header lists the methods it has.",
-    },
-    ProblemType {
-        code: "not_acceptable",
-        status: 406,
-        title: "Not acceptable",
-        description: "The Accept header excludes application/json, the only representation this API answers with.",
-    },
-    ProblemType {
-        code: "request_timeout",
-        status: 408,
-        title: "Request timeout",
-        description: "The request body did not arrive within the server's body timeout (10 s by default); the connection is closed. Send the body again, at once.",
-    },
-    ProblemType {
-        code: "payload_too_large",
-        status: 413,
-        title: "Payload too large",
-        description: "The request body is larger than 1 MiB.",
-    },
-    ProblemType {
-        code: "unsupported_media_type",
-        status: 415,
-        title: "Unsupported media type",
-        description: "The request body must be sent as Content-Type: application/json, without a Content-Encoding (or with identity).",
-    },
-    ProblemType {
-        code: "version_conflict",
-        status: 409,
-        title: "Version conflict",
-        description: "expectedVersion or expectedRevision is not the current one. currentVersion (or currentRevision) and current show the record as it is now; nothing changed. Re-read and retry.",
-    },
-    ProblemType {
-        code: "already_retired",
-        status: 409,
-        title: "Already retired",
-        description: "The global company was retired before; current holds it.",
-    },
-    ProblemType {
-        code: "import_kind_mismatch",
-        status: 409,
-        title: "Import kind mismatch",
-        description: "The operation applies to assistant imports of another kind.",
-    },
-    ProblemType {
-        code: "import_not_editable",
-        status: 409,
-        title: "Import not editable",
-        description: "The import's status does not allow this change; only an import in review can be edited.",
-    },
-    ProblemType {
-        code: "code_taken",
-        status: 409,
-        title: "Code taken",
-        description: "The code is already used by another product type or category of the workspace.",
-    },
-    ProblemType {
-        code: "link_exists",
-        status: 409,
-        title: "Link exists",
-        description: "A link between the same two companies that is not terminated exists.",
-    },
-    ProblemType {
-        code: "idempotency_key_reused",
-        status: 422,
-        title: "Idempotency key reused",
-        description: "The requestId was already used in this workspace with a different body.",
-    },
-    ProblemType {
-        code: "unprocessable",
-        status: 422,
-        title: "Unprocessable request",
-        description: "The request matches the schema but breaks a rule of the operation; errors[] names the field(s) and the rule's code as keyword.",
-    },
-    ProblemType {
-        code: "rate_limited",
-        status: 429,
-        title: "Rate limited",
-        description: "Too many requests for this token; wait for Retry-After seconds.",
-    },
-    ProblemType {
-        code: "internal",
-        status: 500,
-        title: "Internal error",
-        description: "An unexpected error. Nothing about it is shown; quote the traceId when reporting it.",
-    },
-    ProblemType {
-        code: "unavailable",
-        status: 503,
-        title: "Service unavailable",
-        description: "The server cannot answer in time: the database could not be reached, or the memory reserved for request bodies is taken. Retry after Retry-After seconds.",
-    },
-];
-
-/// The catalogue entry for `code`, if it is one.
-pub fn problem_type(code: &str) -> Option<&'static ProblemType> {
-    CODES.iter().find(|t| t.code == code)
-}
+pub use codes::ProblemCode;
 
 impl Problem {
-    /// A problem of catalogue type `code` with the given detail.
+    /// A problem of type `code` with the given detail.
     ///
     /// `instance` and `traceId` are left empty for the HTTP layer to fill in.
-    /// Panics when `code` is not in [`CODES`]: codes are stable and catalogued.
-    pub fn of(code: &str, detail: impl Into<String>) -> Self {
-        let kind = problem_type(code).unwrap_or_else(|| panic!("uncatalogued problem code {code}"));
+    pub fn of(code: ProblemCode, detail: impl Into<String>) -> Self {
         Problem {
-            r#type: format!("/problems/{}", kind.code),
-            title: kind.title.to_owned(),
-            status: i64::from(kind.status),
+            r#type: format!("/problems/{}", code.as_str()),
+            title: code.title().to_owned(),
+            status: i64::from(code.status()),
             detail: detail.into(),
             instance: String::new(),
-            code: kind.code.to_owned(),
+            code: code.as_str().to_owned(),
             trace_id: String::new(),
             errors: None,
             current_version: None,

@@ -11,7 +11,7 @@ use crate::validation::compile;
 use jsonschema::Validator;
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use wpds_codegen::operations::{OperationInfo, collect};
+use wpds_document::operations::{OperationInfo, collect};
 
 /// Compiled response schemas of every operation.
 pub struct ResponseChecker {
@@ -39,7 +39,7 @@ impl ResponseChecker {
         for op in &operations {
             let raw = &doc["paths"][&op.path][op.method.to_lowercase()]["responses"];
             for status in &op.statuses {
-                let response = wpds_codegen::deref(doc, &raw[status.to_string()]);
+                let response = wpds_document::deref(doc, &raw[status.to_string()]);
                 let content = response["content"]
                     .as_object()
                     .ok_or_else(|| format!("{} {status}: no content", op.id))?;

@@ -1,9 +1,12 @@
 //! Request validation from the document's own schemas, and the response check for tests.
 //!
 //! [`Contract::load`] compiles, once, one JSON Schema 2020-12 validator per operation for its
-//! path parameters, its query parameters and its body, with format checking on (so
-//! `2023-02-29` is not a `date`, and `9223372036854775808` is not an `int64`). Parameters are validated as an object whose properties
-//! are the parameters' schemas, closed, so an unknown query parameter is a violation too.
+//! path parameters, its query parameters, its header parameters and its body, with format
+//! checking on (so `2023-02-29` is not a `date`, and `9223372036854775808` is not an
+//! `int64`). Parameters are validated as an object whose properties are the parameters'
+//! schemas, closed, so an unknown query parameter is a violation too. Header parameters are
+//! read by name (case-insensitively, through [`HeaderSource`]) from the request's headers,
+//! only those the document declares: every other header is none of the contract's business.
 //! Component references (`#/components/schemas/…`) resolve because every compiled schema
 //! carries the document's `components` beside it.
 //!
@@ -16,7 +19,7 @@ use crate::types::{ProblemError, ProblemErrorIn};
 use jsonschema::{ValidationError, Validator, error::ValidationErrorKind};
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
-use wpds_codegen::operations::{OperationInfo, Parameter};
+use wpds_document::operations::{OperationInfo, Parameter};
 
 /// Longest message text kept from the validator (values can be long).
 const MAX_MESSAGE: usize = 240;
@@ -30,7 +33,45 @@ struct OperationValidator {
     path: Validator,
     query: Validator,
     query_kinds: HashMap<String, ScalarKind>,
+    /// The declared header parameters (name, how its text is read) and their validator;
+    /// `None` for an operation without any, which then reads no header.
+    headers: Option<(Validator, Vec<(String, ScalarKind)>)>,
     body: Option<Validator>,
+}
+
+/// The request's headers, as validation reads the declared header parameters: the value of
+/// the header `name` (matched case-insensitively), if the request has it. A value that is
+/// not UTF-8 is read lossily (and then fails its schema, or is taken as text).
+pub trait HeaderSource {
+    /// The value of header `name`.
+    fn header(&self, name: &str) -> Option<String>;
+}
+
+/// No headers at all.
+impl HeaderSource for () {
+    fn header(&self, _name: &str) -> Option<String> {
+        None
+    }
+}
+
+/// A list of `(name, value)` pairs (the first of a name wins).
+impl HeaderSource for &[(&str, &str)] {
+    fn header(&self, name: &str) -> Option<String> {
+        self.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| (*v).to_owned())
+    }
+}
+
+/// A request as it arrived, for [`Contract::validate`].
+#[derive(Clone, Copy)]
+pub struct RawRequest<'a> {
+    /// The matched path parameters.
+    pub path: &'a [(&'a str, &'a str)],
+    /// The raw query string, without `?`.
+    pub query: &'a str,
+    /// The request's headers.
+    pub headers: &'a dyn HeaderSource,
+    /// The raw body, for operations that take one.
+    pub body: Option<&'a [u8]>,
 }
 
 /// How a query parameter's text is read before validation.
@@ -86,6 +127,9 @@ pub struct ValidRequest {
     pub path: Value,
     /// Query parameters as an object, numbers and booleans already read.
     pub query: Value,
+    /// The declared header parameters present, as an object keyed by their names as the
+    /// document writes them, numbers and booleans already read.
+    pub headers: Value,
     /// The parsed body, for operations that take one.
     pub body: Option<Value>,
 }
@@ -100,7 +144,7 @@ impl Contract {
     pub fn from_document(doc: &Value) -> Result<Self, String> {
         let components = doc.get("components").cloned().unwrap_or(Value::Null);
         let mut operations = HashMap::new();
-        for op in wpds_codegen::operations::collect(doc) {
+        for op in wpds_document::operations::collect(doc) {
             let validator =
                 OperationValidator::compile(doc, &components, &op).map_err(|e| format!("{}: {e}", op.id))?;
             operations.insert(op.id.clone(), validator);
@@ -108,20 +152,11 @@ impl Contract {
         Ok(Contract { operations })
     }
 
-    /// Validates one request of `operation_id`.
-    ///
-    /// `path` holds the matched path parameters, `query` the raw query string (without
-    /// `?`), `body` the raw body for operations that take one. Returns the parsed request,
-    /// or every violation found. Panics only for an `operation_id` that is not in the
-    /// document, which the generated routes never pass.
-    pub fn validate(
-        &self,
-        operation_id: &str,
-        path: &[(&str, &str)],
-        query: &str,
-        body: Option<&[u8]>,
-    ) -> Result<ValidRequest, Violations> {
-        self.check(operation_id, path, query, body, true)
+    /// Validates one request of `operation_id`. Returns the parsed request, or every
+    /// violation found. Panics only for an `operation_id` that is not in the document,
+    /// which the generated routes never pass.
+    pub fn validate(&self, operation_id: &str, request: RawRequest<'_>) -> Result<ValidRequest, Violations> {
+        self.check(operation_id, request, true)
     }
 
     /// [`Contract::validate`] for a request whose path [`Contract::validate_path`] has
@@ -129,33 +164,38 @@ impl Contract {
     pub fn validate_after_path(
         &self,
         operation_id: &str,
-        path: &[(&str, &str)],
-        query: &str,
-        body: Option<&[u8]>,
+        request: RawRequest<'_>,
     ) -> Result<ValidRequest, Violations> {
-        self.check(operation_id, path, query, body, false)
+        self.check(operation_id, request, false)
     }
 
     fn check(
         &self,
         operation_id: &str,
-        path: &[(&str, &str)],
-        query: &str,
-        body: Option<&[u8]>,
+        request: RawRequest<'_>,
         check_path: bool,
     ) -> Result<ValidRequest, Violations> {
         let op = self.operation(operation_id);
         let mut errors = Violations::default();
 
-        let path_value = path_object(path);
+        let path_value = path_object(request.path);
         if check_path {
             collect_errors(&op.path, &path_value, ProblemErrorIn::Path, &mut errors);
         }
 
-        let query_value = parse_query(query, &op.query_kinds);
+        let query_value = parse_query(request.query, &op.query_kinds);
         collect_errors(&op.query, &query_value, ProblemErrorIn::Query, &mut errors);
 
-        let body_value = match (&op.body, body) {
+        let headers_value = match &op.headers {
+            Some((validator, kinds)) => {
+                let value = read_headers(request.headers, kinds);
+                collect_errors(validator, &value, ProblemErrorIn::Header, &mut errors);
+                value
+            }
+            None => Value::Object(Map::new()),
+        };
+
+        let body_value = match (&op.body, request.body) {
             (Some(validator), Some(bytes)) if !bytes.is_empty() => match crate::strict_json::parse(bytes) {
                 Ok(value) => {
                     collect_errors(validator, &value, ProblemErrorIn::Body, &mut errors);
@@ -184,7 +224,12 @@ impl Contract {
         };
 
         if errors.is_empty() {
-            Ok(ValidRequest { path: path_value, query: query_value, body: body_value })
+            Ok(ValidRequest {
+                path: path_value,
+                query: query_value,
+                headers: headers_value,
+                body: body_value,
+            })
         } else {
             Err(errors)
         }
@@ -197,8 +242,11 @@ impl Contract {
 /// a key the schema does not name was refused already.
 pub fn nul_characters(request: &ValidRequest) -> Vec<ProblemError> {
     let mut found = Vec::new();
-    for (location, value) in [(ProblemErrorIn::Path, &request.path), (ProblemErrorIn::Query, &request.query)]
-    {
+    for (location, value) in [
+        (ProblemErrorIn::Path, &request.path),
+        (ProblemErrorIn::Query, &request.query),
+        (ProblemErrorIn::Header, &request.headers),
+    ] {
         if let Value::Object(params) = value {
             for (name, value) in params {
                 if holds_nul(value) {
@@ -273,13 +321,15 @@ impl Contract {
     pub fn read_unchecked(
         &self,
         operation_id: &str,
-        path: &[(&str, &str)],
-        query: &str,
-        body: Option<&[u8]>,
+        request: RawRequest<'_>,
     ) -> Result<ValidRequest, Violations> {
         let op = self.operation(operation_id);
-        let path = path_object(path);
-        let body = match body.filter(|bytes| !bytes.is_empty()) {
+        let path = path_object(request.path);
+        let headers = match &op.headers {
+            Some((_, kinds)) => read_headers(request.headers, kinds),
+            None => Value::Object(Map::new()),
+        };
+        let body = match request.body.filter(|bytes| !bytes.is_empty()) {
             Some(bytes) => Some(serde_json::from_slice(bytes).map_err(|e| {
                 Violations::from(vec![ProblemError::new(
                     ProblemErrorIn::Body,
@@ -290,7 +340,7 @@ impl Contract {
             })?),
             None => None,
         };
-        Ok(ValidRequest { path, query: parse_query(query, &op.query_kinds), body })
+        Ok(ValidRequest { path, query: parse_query(request.query, &op.query_kinds), headers, body })
     }
 }
 
@@ -310,18 +360,21 @@ impl OperationValidator {
     fn compile(doc: &Value, components: &Value, op: &OperationInfo) -> Result<Self, String> {
         let path = compile(&parameters_schema(&op.path_params), components)?;
         let query = compile(&parameters_schema(&op.query_params), components)?;
-        let query_kinds = op
-            .query_params
-            .iter()
-            .map(|p| (p.name.clone(), scalar_kind(wpds_codegen::deref(doc, &p.schema))))
-            .collect();
+        let kind = |p: &Parameter| (p.name.clone(), scalar_kind(wpds_document::deref(doc, &p.schema)));
+        let query_kinds = op.query_params.iter().map(kind).collect();
+        let headers = match &op.header_params[..] {
+            [] => None,
+            params => {
+                Some((compile(&parameters_schema(params), components)?, params.iter().map(kind).collect()))
+            }
+        };
         let body = match &op.body_type {
             Some(name) => {
                 Some(compile(&json!({ "$ref": format!("#/components/schemas/{name}") }), components)?)
             }
             None => None,
         };
-        Ok(OperationValidator { path, query, query_kinds, body })
+        Ok(OperationValidator { path, query, query_kinds, headers, body })
     }
 }
 
@@ -454,6 +507,17 @@ fn parse_query(query: &str, kinds: &HashMap<String, ScalarKind>) -> Value {
     Value::Object(object)
 }
 
+/// Reads the declared header parameters present in `source` into an object keyed by their
+/// names as the document writes them.
+fn read_headers(source: &dyn HeaderSource, kinds: &[(String, ScalarKind)]) -> Value {
+    Value::Object(
+        kinds
+            .iter()
+            .filter_map(|(name, kind)| Some((name.clone(), read_scalar(&source.header(name)?, *kind))))
+            .collect(),
+    )
+}
+
 fn read_scalar(raw: &str, kind: ScalarKind) -> Value {
     let parsed = match kind {
         ScalarKind::Integer => raw.parse::<i64>().ok().map(Value::from),
@@ -470,7 +534,13 @@ fn read_scalar(raw: &str, kind: ScalarKind) -> Value {
     parsed.unwrap_or_else(|| Value::String(raw.to_owned()))
 }
 
+/// Adds every violation of `instance` to `out`. Most requests are valid: `is_valid` stops
+/// at nothing and builds no error, where `iter_errors` prepares each keyword's error
+/// reporting even when none is found (callgrind: 1.1k fewer instructions per write).
 fn collect_errors(validator: &Validator, instance: &Value, location: ProblemErrorIn, out: &mut Violations) {
+    if validator.is_valid(instance) {
+        return;
+    }
     for error in validator.iter_errors(instance) {
         push_error(&error, location, out);
     }
@@ -484,12 +554,15 @@ fn push_error(error: &ValidationError<'_>, location: ProblemErrorIn, out: &mut V
         INTEGER_FORMAT => "format".to_owned(),
         keyword => keyword.to_owned(),
     };
-    let named: Vec<String> = match error.kind() {
+    let required;
+    let named: &[String] = match error.kind() {
         ValidationErrorKind::Required { property } => {
-            vec![property.as_str().map(str::to_owned).unwrap_or_else(|| property.to_string())]
+            required = [property.as_str().map(str::to_owned).unwrap_or_else(|| property.to_string())];
+            &required
         }
-        ValidationErrorKind::AdditionalProperties { unexpected } => unexpected.clone(),
-        _ => Vec::new(),
+        // Borrowed: a body of 85 000 unknown keys names them all here.
+        ValidationErrorKind::AdditionalProperties { unexpected } => unexpected,
+        _ => &[],
     };
     if named.is_empty() {
         let pointer = pointer_for(location, &base);
@@ -502,7 +575,7 @@ fn push_error(error: &ValidationError<'_>, location: ProblemErrorIn, out: &mut V
             continue;
         }
         let pointer = match location {
-            ProblemErrorIn::Body => format!("{base}/{}", escape_token(&name)),
+            ProblemErrorIn::Body => format!("{base}/{}", escape_token(name)),
             _ => name.clone(),
         };
         let text = match error.kind() {
@@ -538,4 +611,73 @@ fn message(error: &ValidationError<'_>) -> String {
     }
     let cut = (0..=MAX_MESSAGE).rev().find(|i| text.is_char_boundary(*i)).unwrap_or(0);
     format!("{}…", &text[..cut])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A document of one operation taking a required integer header and an optional text
+    /// one.
+    fn contract() -> Contract {
+        Contract::from_document(&json!({
+            "paths": {"/things": {"get": {
+                "operationId": "listThings",
+                "parameters": [
+                    {"name": "X-Revision", "in": "header", "required": true,
+                     "schema": {"type": "integer", "format": "int64", "minimum": 1}},
+                    {"name": "If-None-Match", "in": "header", "schema": {"type": "string", "maxLength": 8}}
+                ],
+                "responses": {
+                    "200": {"description": "ok", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Things"}}}},
+                    "304": {"description": "unchanged"}
+                }
+            }}},
+            "components": {"schemas": {"Things": {"type": "array"}}}
+        }))
+        .expect("the document compiles")
+    }
+
+    fn validate(headers: &[(&str, &str)]) -> Result<ValidRequest, Violations> {
+        contract().validate("listThings", RawRequest { path: &[], query: "", headers: &headers, body: None })
+    }
+
+    fn violations(headers: &[(&str, &str)]) -> Vec<(String, String)> {
+        let errors = validate(headers).expect_err("refused");
+        errors.listed.iter().map(|e| (e.pointer.clone(), e.keyword.clone())).collect()
+    }
+
+    #[test]
+    fn declared_headers_are_read_by_name_case_insensitively_and_typed() {
+        let valid = validate(&[("x-revision", "7"), ("if-none-match", "\"abc\""), ("X-Other", "x")]).unwrap();
+        assert_eq!(valid.headers, json!({"X-Revision": 7, "If-None-Match": "\"abc\""}));
+    }
+
+    #[test]
+    fn a_header_that_breaks_its_schema_is_a_violation_in_header() {
+        assert_eq!(violations(&[]), [("X-Revision".to_owned(), "required".to_owned())]);
+        assert_eq!(violations(&[("X-Revision", "seven")]), [("X-Revision".to_owned(), "type".to_owned())]);
+        assert_eq!(violations(&[("X-Revision", "0")]), [("X-Revision".to_owned(), "minimum".to_owned())]);
+        assert_eq!(
+            violations(&[("X-Revision", "1"), ("If-None-Match", "123456789")]),
+            [("If-None-Match".to_owned(), "maxLength".to_owned())]
+        );
+        let errors = validate(&[]).expect_err("refused");
+        assert_eq!(errors.listed[0].r#in, ProblemErrorIn::Header);
+    }
+
+    #[test]
+    fn an_operation_without_header_parameters_reads_no_header() {
+        let contract = Contract::from_document(&json!({
+            "paths": {"/t": {"get": {"operationId": "t", "responses": {"204": {"description": "none"}}}}}
+        }))
+        .unwrap();
+        let valid = contract
+            .validate(
+                "t",
+                RawRequest { path: &[], query: "", headers: &&[("X-Revision", "x")][..], body: None },
+            )
+            .unwrap();
+        assert_eq!(valid.headers, json!({}));
+    }
 }

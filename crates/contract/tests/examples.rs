@@ -19,7 +19,7 @@ fn errors_of(doc: &Value, schema: &Value, instance: &Value) -> Vec<String> {
 }
 
 fn resolve<'a>(doc: &'a Value, value: &'a Value) -> &'a Value {
-    wpds_codegen::deref(doc, value)
+    wpds_document::deref(doc, value)
 }
 
 /// Walks `value`, calling `visit(pointer, schema, example)` for every example found in a
@@ -84,7 +84,7 @@ fn an_example_that_breaks_its_schema_is_caught() {
 #[test]
 fn every_operation_has_the_metadata_clients_rely_on() {
     let doc = document::parsed();
-    let ops = wpds_codegen::operations::collect(doc);
+    let ops = wpds_document::operations::collect(doc);
     assert_eq!(ops.len(), 11);
     for op in &ops {
         let raw = &doc["paths"][&op.path][op.method.to_lowercase()];
@@ -103,5 +103,39 @@ fn every_operation_has_the_metadata_clients_rely_on() {
                 op.id
             );
         }
+    }
+}
+
+/// Every object of the document shaped like a problem (`type`, `code`, `status`).
+fn problems_in(value: &Value, pointer: &str, found: &mut Vec<(String, String, i64, String)>) {
+    if let Some(object) = value.as_object() {
+        if let (Some(code), Some(status), Some(kind)) = (
+            object.get("code").and_then(Value::as_str),
+            object.get("status").and_then(Value::as_i64),
+            object.get("type").and_then(Value::as_str),
+        ) {
+            found.push((pointer.to_owned(), code.to_owned(), status, kind.to_owned()));
+        }
+        for (key, child) in object {
+            problems_in(child, &format!("{pointer}/{key}"), found);
+        }
+    } else if let Some(items) = value.as_array() {
+        for (i, item) in items.iter().enumerate() {
+            problems_in(item, &format!("{pointer}/{i}"), found);
+        }
+    }
+}
+
+#[test]
+fn every_problem_example_uses_a_catalogued_code_with_its_status() {
+    use wpds_contract::problem::ProblemCode;
+    let mut found = Vec::new();
+    problems_in(document::parsed(), "", &mut found);
+    assert!(found.len() > 20, "the document's problem examples were found: {}", found.len());
+    for (pointer, code, status, kind) in found {
+        let known =
+            ProblemCode::from_code(&code).unwrap_or_else(|| panic!("{pointer}: {code} is not catalogued"));
+        assert_eq!(i64::from(known.status()), status, "{pointer}: {code}");
+        assert_eq!(kind, format!("/problems/{code}"), "{pointer}");
     }
 }

@@ -1,4 +1,4 @@
-//! Catalog bulk edits (operation 4.3).
+//! Catalog bulk edits (`bulkEditCatalogFamilies`).
 //!
 //! One request sets one text field (`fieldKey`) to `value` on 1 to 500 catalog families of
 //! the workspace, all or nothing. Rules, in order; the first rule that fails answers, listing
@@ -29,39 +29,50 @@
 use crate::db::DbConn;
 use crate::db_write;
 use crate::error::{RuleViolation, StoreError, VersionConflict};
-use crate::ids;
+use crate::ids::{self, SentId};
+use crate::models;
 use crate::schema::{catalog_families as families, project_items};
 use diesel::prelude::*;
 use std::collections::{HashMap, HashSet};
 use wpds_contract::types::{
-    BulkEditConflict, CatalogBulkEditRequest, CatalogBulkEditRequestFieldKey as FieldKey,
-    CatalogBulkEditResult, CatalogBulkEditTarget,
+    BulkEditConflict, CatalogBulkEditRequestFieldKey as FieldKey, CatalogBulkEditResult,
 };
 
-/// A stored family, as far as a bulk edit reads it.
-#[derive(Debug, Clone, Queryable, Selectable)]
-#[diesel(table_name = families)]
-struct FamilyRow {
-    id: i64,
-    parent_family_id: Option<i64>,
-    name: String,
-    description: String,
-    brand: String,
-    model_number: String,
-    finish: String,
-    material: String,
-    lead_time: String,
-    notes: String,
-    primary_item_id: Option<i64>,
-    primary_item_version: Option<i64>,
-    primary_family_source_id: Option<i64>,
-    primary_family_source_version: Option<i64>,
-    primary_item_source_id: Option<i64>,
-    primary_item_source_version: Option<i64>,
-    version: i64,
+/// A bulk edit: one text field set to one value on every target family.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FamilyFieldChange {
+    /// The families to edit, in the request's order (1 to 500).
+    pub targets: Vec<FamilyTarget>,
+    /// The field to set.
+    pub field_key: FieldKey,
+    /// Its new text.
+    pub value: String,
 }
 
-impl FamilyRow {
+/// One family a bulk edit names and the versions the client saw. The optional ids and
+/// versions come in pairs; a complete pair asserts the family's current primary item (or
+/// source).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FamilyTarget {
+    /// The family.
+    pub family_id: SentId,
+    /// The family's version the client saw.
+    pub family_version: i64,
+    /// The primary item the client saw.
+    pub primary_item_id: Option<SentId>,
+    /// The primary item's version the client saw.
+    pub primary_item_version: Option<i64>,
+    /// The primary family source the client saw.
+    pub primary_family_source_id: Option<SentId>,
+    /// The primary family source's version the client saw.
+    pub primary_family_source_version: Option<i64>,
+    /// The primary item source the client saw.
+    pub primary_item_source_id: Option<SentId>,
+    /// The primary item source's version the client saw.
+    pub primary_item_source_version: Option<i64>,
+}
+
+impl models::CatalogFamily {
     /// The current text of `key`.
     fn field(&self, key: FieldKey) -> &str {
         match key {
@@ -107,14 +118,14 @@ impl PairKind {
     }
 
     /// The halves of this pair as `target` sends them.
-    fn sent(self, target: &CatalogBulkEditTarget) -> (Option<&str>, Option<i64>) {
+    fn sent(self, target: &FamilyTarget) -> (Option<&SentId>, Option<i64>) {
         match self {
-            PairKind::Item => (target.primary_item_id.as_deref(), target.primary_item_version),
+            PairKind::Item => (target.primary_item_id.as_ref(), target.primary_item_version),
             PairKind::FamilySource => {
-                (target.primary_family_source_id.as_deref(), target.primary_family_source_version)
+                (target.primary_family_source_id.as_ref(), target.primary_family_source_version)
             }
             PairKind::ItemSource => {
-                (target.primary_item_source_id.as_deref(), target.primary_item_source_version)
+                (target.primary_item_source_id.as_ref(), target.primary_item_source_version)
             }
         }
     }
@@ -138,7 +149,7 @@ struct Target {
 }
 
 /// Rule 1: every pair complete.
-fn incomplete_pairs(targets: &[CatalogBulkEditTarget]) -> Vec<RuleViolation> {
+fn incomplete_pairs(targets: &[FamilyTarget]) -> Vec<RuleViolation> {
     let mut violations = Vec::new();
     for (i, target) in targets.iter().enumerate() {
         for kind in PairKind::ALL {
@@ -159,11 +170,12 @@ fn incomplete_pairs(targets: &[CatalogBulkEditTarget]) -> Vec<RuleViolation> {
 }
 
 /// Rule 2: no family named twice.
-fn duplicate_targets(targets: &[CatalogBulkEditTarget]) -> Vec<RuleViolation> {
-    let mut first_seen: HashMap<&str, usize> = HashMap::new();
+fn duplicate_targets(targets: &[FamilyTarget]) -> Vec<RuleViolation> {
+    // Ids compare as sent: two texts are the same family only if they are the same text.
+    let mut first_seen: HashMap<&SentId, usize> = HashMap::new();
     let mut violations = Vec::new();
     for (i, target) in targets.iter().enumerate() {
-        match first_seen.get(target.family_id.as_str()) {
+        match first_seen.get(&target.family_id) {
             Some(first) => violations.push(RuleViolation::new(
                 "duplicate_target",
                 format!("/targets/{i}/familyId"),
@@ -181,7 +193,7 @@ fn duplicate_targets(targets: &[CatalogBulkEditTarget]) -> Vec<RuleViolation> {
 /// (already checked and claimed by this transaction).
 fn stale_assertions(
     targets: &[Target],
-    rows: &HashMap<i64, FamilyRow>,
+    rows: &HashMap<i64, models::CatalogFamily>,
     claimed: &HashSet<i64>,
 ) -> Vec<BulkEditConflict> {
     let mut conflicts = Vec::new();
@@ -234,38 +246,41 @@ fn id_list(mut list: Vec<i64>) -> Vec<String> {
     list.into_iter().map(ids::show).collect()
 }
 
-/// Applies `request` to the catalog families of `workspace_id`, all or nothing (see the
+/// Applies `change` to the catalog families of `workspace_id`, all or nothing (see the
 /// module documentation for the rules and their order).
 pub fn bulk_edit(
     conn: &mut DbConn,
     workspace_id: i64,
-    request: CatalogBulkEditRequest,
+    change: FamilyFieldChange,
 ) -> Result<CatalogBulkEditResult, StoreError> {
-    let incomplete = incomplete_pairs(&request.targets);
+    let incomplete = incomplete_pairs(&change.targets);
     if !incomplete.is_empty() {
         return Err(StoreError::Rule(incomplete));
     }
-    let duplicates = duplicate_targets(&request.targets);
+    let duplicates = duplicate_targets(&change.targets);
     if !duplicates.is_empty() {
         return Err(StoreError::Rule(duplicates));
     }
-    let named: Vec<i64> = request.targets.iter().filter_map(|t| ids::parse(&t.family_id)).collect();
-    let field_key = request.field_key;
-    let value = request.value;
+    let named: Vec<i64> = change.targets.iter().filter_map(|t| t.family_id.record()).collect();
+    let field_key = change.field_key;
+    let value = change.value;
     db_write!(conn => {
-        let rows: HashMap<i64, FamilyRow> = families::table
-            .filter(families::workspace_id.eq(workspace_id))
-            .filter(families::id.eq_any(&named))
-            .select(FamilyRow::as_select())
-            .load::<FamilyRow>(conn)?
-            .into_iter()
-            .map(|row| (row.id, row))
-            .collect();
+        // The named families of the workspace, by id: read before the claims, and again if
+        // a claim finds that a concurrent edit committed since.
+        let named_families = |conn: &mut _| {
+            families::table
+                .filter(families::workspace_id.eq(workspace_id))
+                .filter(families::id.eq_any(&named))
+                .select(models::CatalogFamily::as_select())
+                .load::<models::CatalogFamily>(conn)
+                .map(|rows| rows.into_iter().map(|row| (row.id, row)).collect::<HashMap<_, _>>())
+        };
+        let rows = named_families(conn)?;
 
         let mut unknown = Vec::new();
-        let mut targets = Vec::with_capacity(request.targets.len());
-        for (index, target) in request.targets.iter().enumerate() {
-            let Some(family_id) = ids::parse(&target.family_id).filter(|id| rows.contains_key(id)) else {
+        let mut targets = Vec::with_capacity(change.targets.len());
+        for (index, target) in change.targets.iter().enumerate() {
+            let Some(family_id) = target.family_id.record().filter(|id| rows.contains_key(id)) else {
                 unknown.push(RuleViolation::new(
                     "unknown_family",
                     format!("/targets/{index}/familyId"),
@@ -276,9 +291,7 @@ pub fn bulk_edit(
             let assertions = PairKind::ALL
                 .into_iter()
                 .filter_map(|kind| match kind.sent(target) {
-                    (Some(id_text), Some(version)) => {
-                        Some(Assertion { kind, id: ids::parse(id_text), version })
-                    }
+                    (Some(id), Some(version)) => Some(Assertion { kind, id: id.record(), version }),
                     _ => None,
                 })
                 .collect();
@@ -320,14 +333,7 @@ pub fn bulk_edit(
             if claim.execute(conn)? != 1 {
                 // A concurrent edit committed after the read above: report the rows as
                 // they are now (the families claimed so far matched and stay unreported).
-                let now: HashMap<i64, FamilyRow> = families::table
-                    .filter(families::workspace_id.eq(workspace_id))
-                    .filter(families::id.eq_any(&named))
-                    .select(FamilyRow::as_select())
-                    .load::<FamilyRow>(conn)?
-                    .into_iter()
-                    .map(|row| (row.id, row))
-                    .collect();
+                let now = named_families(conn)?;
                 let mut conflicts = stale_assertions(&targets, &now, &claimed);
                 if conflicts.is_empty() {
                     conflicts.push(BulkEditConflict {
@@ -378,9 +384,13 @@ pub fn bulk_edit(
 mod tests {
     use super::*;
 
-    fn target(family_id: &str) -> CatalogBulkEditTarget {
-        CatalogBulkEditTarget {
-            family_id: family_id.to_owned(),
+    fn sent(id: &str) -> SentId {
+        SentId::parse(id.to_owned())
+    }
+
+    fn target(family_id: &str) -> FamilyTarget {
+        FamilyTarget {
+            family_id: sent(family_id),
             family_version: 1,
             primary_item_id: None,
             primary_item_version: None,
@@ -394,7 +404,7 @@ mod tests {
     #[test]
     fn an_incomplete_pair_points_at_its_missing_half() {
         let mut first = target("1");
-        first.primary_item_id = Some("5".into());
+        first.primary_item_id = Some(sent("5"));
         first.primary_item_source_version = Some(2);
         let mut second = target("2");
         second.primary_family_source_version = Some(1);

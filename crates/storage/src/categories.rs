@@ -1,4 +1,4 @@
-//! Category settings (operation 4.7).
+//! Category settings (`patchCategorySettings`).
 //!
 //! A patch holds three lists applied in order in one transaction: item-column activations
 //! for product types (`ops`), product-type codes, category codes. `ops` and product-type
@@ -20,20 +20,54 @@
 use crate::db::DbConn;
 use crate::db_write;
 use crate::error::{RuleViolation, StateConflict, StoreError, VersionConflict};
-use crate::ids;
+use crate::ids::SentId;
 use crate::locks::RowLocks;
 use crate::schema::{categories, item_columns, product_type_columns, product_types};
 use diesel::prelude::*;
 use diesel::upsert::excluded;
 use serde_json::json;
 use std::collections::{BTreeSet, HashMap, HashSet};
-use wpds_contract::types::{CategorySettingsResult, PatchCategorySettingsRequest};
+use wpds_contract::problem::ProblemCode;
+use wpds_contract::types::CategorySettingsResult;
+
+/// A settings patch of one category: three lists, applied in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CategorySettingsChange {
+    /// The settings revision the client saw.
+    pub expected_revision: i64,
+    /// Item-column activations of the category's product types, applied first.
+    pub ops: Vec<ColumnActivationChange>,
+    /// Codes of the category's product types, applied second.
+    pub product_type_codes: Vec<CodeChange>,
+    /// Codes of categories of the workspace, applied last.
+    pub category_codes: Vec<CodeChange>,
+}
+
+/// Activates or deactivates an item column for a product type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ColumnActivationChange {
+    /// The product type, of the path category.
+    pub product_type_id: SentId,
+    /// The item column, of the workspace.
+    pub item_column_id: SentId,
+    /// Whether the column becomes active.
+    pub is_active: bool,
+}
+
+/// Gives a product type (or a category) a code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeChange {
+    /// The product type (or category).
+    pub id: SentId,
+    /// Its new code.
+    pub code: String,
+}
 
 /// Rows per multi-row activation upsert: 3 bind parameters each, far below SQLite's
 /// 32 766 and PostgreSQL's 65 535 parameters per statement.
 const UPSERT_CHUNK: usize = 1000;
 
-/// Applies `patch` to category `category` of `workspace_id`.
+/// Applies `patch` to category `category_id` of `workspace_id`.
 ///
 /// Rules, in order: not found for a category outside the workspace; 422
 /// `unknown_reference` for every unknown item column or category and every product type
@@ -47,14 +81,13 @@ const UPSERT_CHUNK: usize = 1000;
 pub fn patch_settings(
     conn: &mut DbConn,
     workspace_id: i64,
-    category: &str,
-    patch: &PatchCategorySettingsRequest,
+    category_id: i64,
+    patch: &CategorySettingsChange,
 ) -> Result<CategorySettingsResult, StoreError> {
-    let not_found = || StoreError::NotFound(format!("category {category}"));
-    let category_id = ids::parse(category).ok_or_else(not_found)?;
-    let ops = patch.ops.as_deref().unwrap_or_default();
-    let type_codes = patch.product_type_code_ops.as_deref().unwrap_or_default();
-    let category_codes = patch.category_code_ops.as_deref().unwrap_or_default();
+    let not_found = || StoreError::NotFound(format!("category {category_id}"));
+    let ops = patch.ops.as_slice();
+    let type_codes = patch.product_type_codes.as_slice();
+    let category_codes = patch.category_codes.as_slice();
     db_write!(conn => {
         // Codes are unique across the workspace and a patch may touch any of its categories:
         // patches of one workspace run one at a time (PostgreSQL; SQLite is serial anyway),
@@ -261,9 +294,9 @@ impl Settings {
     /// first code op that clashes, exactly as applying the ops one by one would decide.
     fn apply(
         &self,
-        ops: &[wpds_contract::types::ItemColumnOp],
-        type_codes: &[wpds_contract::types::ProductTypeCodeOp],
-        category_codes: &[wpds_contract::types::CategoryCodeOp],
+        ops: &[ColumnActivationChange],
+        type_codes: &[CodeChange],
+        category_codes: &[CodeChange],
     ) -> Result<Changes, StoreError> {
         let own_types: HashSet<i64> = self
             .product_types
@@ -275,14 +308,14 @@ impl Settings {
         let mut unknown = Vec::new();
         // `what` is (record, scope), for the message.
         let mut known =
-            |text: &str, known: &HashSet<i64>, pointer: String, what: (&str, &str)| -> Option<i64> {
-                let id = ids::parse(text).filter(|id| known.contains(id));
+            |sent: &SentId, known: &HashSet<i64>, pointer: String, what: (&str, &str)| -> Option<i64> {
+                let id = sent.record().filter(|id| known.contains(id));
                 if id.is_none() {
                     let (record, scope) = what;
                     unknown.push(RuleViolation::new(
                         "unknown_reference",
                         pointer,
-                        format!("no {record} {text} in this {scope}"),
+                        format!("no {record} {sent} in this {scope}"),
                     ));
                 }
                 id
@@ -304,14 +337,13 @@ impl Settings {
         let mut code_ops = Vec::with_capacity(type_codes.len() + category_codes.len());
         for (i, op) in type_codes.iter().enumerate() {
             let pointer = format!("/productTypeCodeOps/{i}/productTypeId");
-            if let Some(t) = known(&op.product_type_id, &own_types, pointer, type_where) {
+            if let Some(t) = known(&op.id, &own_types, pointer, type_where) {
                 code_ops.push((Holder::ProductType(t), &op.code, ("productTypeCodeOps", i)));
             }
         }
         for (i, op) in category_codes.iter().enumerate() {
             let pointer = format!("/categoryCodeOps/{i}/categoryId");
-            if let Some(c) = known(&op.category_id, &workspace_categories, pointer, ("category", "workspace"))
-            {
+            if let Some(c) = known(&op.id, &workspace_categories, pointer, ("category", "workspace")) {
                 code_ops.push((Holder::Category(c), &op.code, ("categoryCodeOps", i)));
             }
         }
@@ -328,7 +360,7 @@ impl Settings {
         for (holder, code, (list, i)) in code_ops {
             if let Err(other) = book.set(holder, code) {
                 return Err(StoreError::State(Box::new(StateConflict {
-                    code: "code_taken",
+                    code: ProblemCode::CodeTaken,
                     detail: format!("Code {code} is used by {other}."),
                     current: None,
                     violations: vec![RuleViolation::new(

@@ -1,4 +1,4 @@
-//! Global companies of the platform-wide directory: retiring one (operation 4.6), and
+//! Global companies of the platform-wide directory: retiring one (`retireGlobalCompany`), and
 //! reading the audit log that administrative operations write.
 //!
 //! Rules, in order: not found for an unknown company; 409 `already_retired` if it was
@@ -13,27 +13,15 @@ use crate::clock::{format_millis, now_millis};
 use crate::db::DbConn;
 use crate::error::{StateConflict, StoreError};
 use crate::ids;
+use crate::models;
 use crate::schema::{audit_log, global_companies};
 use crate::{db_run, db_write};
 use diesel::prelude::*;
 use serde_json::{Value, json};
+use wpds_contract::problem::ProblemCode;
 use wpds_contract::types::GlobalCompany;
 
-/// A stored global company, as its table holds it.
-#[derive(Debug, Clone, Queryable, Selectable)]
-#[diesel(table_name = global_companies)]
-struct CompanyRow {
-    id: i64,
-    name: String,
-    primary_type: String,
-    legal_name: String,
-    country: String,
-    aliases: String,
-    domains: String,
-    retired_at: Option<i64>,
-}
-
-impl CompanyRow {
+impl models::GlobalCompany {
     /// The company as the contract shows it (`retiredAt` `""` while not retired).
     fn into_company(self) -> Result<GlobalCompany, StoreError> {
         let id = self.id;
@@ -55,7 +43,7 @@ impl CompanyRow {
 }
 
 /// `already_retired`, carrying the company as a 201 shows it.
-fn already_retired(row: CompanyRow) -> StoreError {
+fn already_retired(row: models::GlobalCompany) -> StoreError {
     let company = match row.into_company() {
         Ok(company) => company,
         Err(e) => return e,
@@ -63,7 +51,7 @@ fn already_retired(row: CompanyRow) -> StoreError {
     let detail = format!("Company {} was retired at {}.", company.id, company.retired_at);
     match serde_json::to_value(&company) {
         Ok(current) => StoreError::State(Box::new(StateConflict {
-            code: "already_retired",
+            code: ProblemCode::AlreadyRetired,
             detail,
             current: Some(current),
             violations: Vec::new(),
@@ -82,22 +70,22 @@ pub fn retire(
 ) -> Result<GlobalCompany, StoreError> {
     let outcome = db_write!(conn => {
         let company = global_companies::table.filter(global_companies::id.eq(company_id));
-        let row: CompanyRow = company
-            .select(CompanyRow::as_select())
+        let row: models::GlobalCompany = company
+            .select(models::GlobalCompany::as_select())
             .first(conn)
             .optional()?
             .ok_or_else(|| StoreError::NotFound(format!("global company {company_id}")))?;
         if row.retired_at.is_some() {
             return Err(already_retired(row));
         }
-        let updated: Option<CompanyRow> = diesel::update(company.filter(global_companies::retired_at.is_null()))
+        let updated: Option<models::GlobalCompany> = diesel::update(company.filter(global_companies::retired_at.is_null()))
             .set(global_companies::retired_at.eq(now_millis()))
-            .returning(CompanyRow::as_returning())
+            .returning(models::GlobalCompany::as_returning())
             .get_result(conn)
             .optional()?;
         let Some(row) = updated else {
             // Retired by a concurrent call since it was read (possible on PostgreSQL).
-            let row: CompanyRow = company.select(CompanyRow::as_select()).first(conn)?;
+            let row: models::GlobalCompany = company.select(models::GlobalCompany::as_select()).first(conn)?;
             return Err(already_retired(row));
         };
         let retired = row.into_company()?;

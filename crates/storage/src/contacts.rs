@@ -1,4 +1,4 @@
-//! Contact companies, their persons, and the links between companies (operation 4.8).
+//! Contact companies, their persons, and the links between companies (`createCompanyLink`).
 //!
 //! Creating a link names a main company and a representing company of the workspace and,
 //! optionally, a contact person of each; a person left out defaults to that company's
@@ -21,11 +21,13 @@ use crate::clock::{format_millis, now_millis};
 use crate::db::DbConn;
 use crate::db_write;
 use crate::error::{RuleViolation, StateConflict, StoreError};
-use crate::ids;
+use crate::ids::{self, SentId};
 use crate::locks::RowLocks;
+use crate::models::{ContactCompany, ContactPerson};
 use crate::schema::{company_links, contact_companies, contact_persons};
 use diesel::prelude::*;
 use std::collections::HashMap;
+use wpds_contract::problem::ProblemCode;
 use wpds_contract::types::{CompanyLink, CompanyLinkStatus, CompanySummary, PersonSummary};
 
 /// A link to create, as the request names it.
@@ -33,86 +35,52 @@ use wpds_contract::types::{CompanyLink, CompanyLinkStatus, CompanySummary, Perso
 pub struct NewCompanyLink {
     /// The workspace of the path.
     pub workspace_id: i64,
-    /// The main company's id as sent.
-    pub main_company_id: String,
-    /// The representing company's id as sent.
-    pub rep_company_id: String,
-    /// The main company's contact person as sent; `None` for its primary person.
-    pub main_person_id: Option<String>,
-    /// The representing company's contact person as sent; `None` for its primary person.
-    pub rep_person_id: Option<String>,
+    /// The main company.
+    pub main_company_id: SentId,
+    /// The representing company.
+    pub rep_company_id: SentId,
+    /// The main company's contact person; `None` for its primary person.
+    pub main_person_id: Option<SentId>,
+    /// The representing company's contact person; `None` for its primary person.
+    pub rep_person_id: Option<SentId>,
 }
-
-/// A contact company: id, name, tags (JSON list), status, primary person.
-type CompanyRow = (i64, String, String, String, Option<i64>);
-/// A contact person: id, company, first name, last name, email.
-type PersonRow = (i64, i64, String, String, String);
-
-const COMPANY_COLUMNS: (
-    contact_companies::id,
-    contact_companies::name,
-    contact_companies::tags,
-    contact_companies::status,
-    contact_companies::primary_person_id,
-) = (
-    contact_companies::id,
-    contact_companies::name,
-    contact_companies::tags,
-    contact_companies::status,
-    contact_companies::primary_person_id,
-);
-
-const PERSON_COLUMNS: (
-    contact_persons::id,
-    contact_persons::company_id,
-    contact_persons::first_name,
-    contact_persons::last_name,
-    contact_persons::email,
-) = (
-    contact_persons::id,
-    contact_persons::company_id,
-    contact_persons::first_name,
-    contact_persons::last_name,
-    contact_persons::email,
-);
 
 /// One side of the link (main or representing) as the request names it.
 struct Side<'a> {
     company_pointer: &'static str,
     person_pointer: &'static str,
-    company_text: &'a str,
-    person_text: Option<&'a str>,
+    company: &'a SentId,
+    person: Option<&'a SentId>,
     company_id: Option<i64>,
     person_id: Option<i64>,
 }
 
 impl<'a> Side<'a> {
     /// The side whose fields sit at `pointers` (company, person).
-    fn new(pointers: (&'static str, &'static str), company: &'a str, person: Option<&'a str>) -> Self {
+    fn new(pointers: (&'static str, &'static str), company: &'a SentId, person: Option<&'a SentId>) -> Self {
         Side {
             company_pointer: pointers.0,
             person_pointer: pointers.1,
-            company_text: company,
-            person_text: person,
-            company_id: ids::parse(company),
-            person_id: person.and_then(ids::parse),
+            company,
+            person,
+            company_id: company.record(),
+            person_id: person.and_then(SentId::record),
         }
     }
 }
 
 /// What one side resolved to once every rule passed.
 struct Resolved<'r> {
-    company: &'r CompanyRow,
-    person: &'r PersonRow,
+    company: &'r ContactCompany,
+    person: &'r ContactPerson,
 }
 
-fn person_summary(row: &PersonRow) -> PersonSummary {
-    let (id, _, first_name, last_name, email) = row;
+fn person_summary(row: &ContactPerson) -> PersonSummary {
     PersonSummary {
-        id: ids::show(*id),
-        first_name: first_name.clone(),
-        last_name: last_name.clone(),
-        email: email.clone(),
+        id: ids::show(row.id),
+        first_name: row.first_name.clone(),
+        last_name: row.last_name.clone(),
+        email: row.email.clone(),
     }
 }
 
@@ -120,19 +88,19 @@ fn person_summary(row: &PersonRow) -> PersonSummary {
 /// that has no primary person it shows the person who stands for the company in this
 /// link instead.
 fn company_summary(
-    company: &CompanyRow,
-    link_person: &PersonRow,
-    persons: &HashMap<i64, PersonRow>,
+    company: &ContactCompany,
+    link_person: &ContactPerson,
+    persons: &HashMap<i64, ContactPerson>,
 ) -> Result<CompanySummary, StoreError> {
-    let (id, name, tags, status, primary) = company;
-    let tags: Vec<String> = serde_json::from_str(tags)
+    let id = company.id;
+    let tags: Vec<String> = serde_json::from_str(&company.tags)
         .map_err(|e| StoreError::Internal(format!("contact company {id}: bad stored tags: {e}")))?;
-    let primary = primary.and_then(|p| persons.get(&p)).unwrap_or(link_person);
+    let primary = company.primary_person_id.and_then(|p| persons.get(&p)).unwrap_or(link_person);
     Ok(CompanySummary {
-        id: ids::show(*id),
-        name: name.clone(),
+        id: ids::show(id),
+        name: company.name.clone(),
         tags,
-        status: status.clone(),
+        status: company.status.clone(),
         primary_person: person_summary(primary),
     })
 }
@@ -149,8 +117,8 @@ struct Unknown {
 /// resolves to (named or defaulted).
 fn resolve_person<'r>(
     side: &Side<'_>,
-    companies: &'r HashMap<i64, CompanyRow>,
-    persons: &'r HashMap<i64, PersonRow>,
+    companies: &'r HashMap<i64, ContactCompany>,
+    persons: &'r HashMap<i64, ContactPerson>,
     unknown: &mut Unknown,
 ) -> Option<Resolved<'r>> {
     let company = side.company_id.and_then(|id| companies.get(&id));
@@ -158,10 +126,10 @@ fn resolve_person<'r>(
         unknown.companies.push(RuleViolation::new(
             "unknown_company",
             side.company_pointer,
-            format!("company {} is not in this workspace", side.company_text),
+            format!("company {} is not in this workspace", side.company),
         ));
     }
-    let person = match side.person_text {
+    let person = match side.person {
         Some(text) => {
             let found = side.person_id.and_then(|id| persons.get(&id));
             if found.is_none() {
@@ -175,12 +143,15 @@ fn resolve_person<'r>(
         }
         None => {
             let company = company?;
-            let primary = company.4.and_then(|id| persons.get(&id)).filter(|p| p.1 == company.0);
+            let primary = company
+                .primary_person_id
+                .and_then(|id| persons.get(&id))
+                .filter(|p| p.company_id == company.id);
             if primary.is_none() {
                 unknown.persons.push(RuleViolation::new(
                     "unknown_person",
                     side.person_pointer,
-                    format!("company {} has no primary person; name one", side.company_text),
+                    format!("company {} has no primary person; name one", side.company),
                 ));
             }
             primary
@@ -189,39 +160,39 @@ fn resolve_person<'r>(
     Some(Resolved { company: company?, person: person? })
 }
 
-/// Creates a company link (operation 4.8); see the module documentation for the rules.
+/// Creates a company link (`createCompanyLink`); see the module documentation for the rules.
 pub fn create_link(conn: &mut DbConn, new: NewCompanyLink) -> Result<CompanyLink, StoreError> {
     let main =
-        Side::new(("/mainCompanyId", "/mainPersonId"), &new.main_company_id, new.main_person_id.as_deref());
-    let rep = Side::new(("/repCompanyId", "/repPersonId"), &new.rep_company_id, new.rep_person_id.as_deref());
+        Side::new(("/mainCompanyId", "/mainPersonId"), &new.main_company_id, new.main_person_id.as_ref());
+    let rep = Side::new(("/repCompanyId", "/repPersonId"), &new.rep_company_id, new.rep_person_id.as_ref());
     let mut company_ids: Vec<i64> = [main.company_id, rep.company_id].into_iter().flatten().collect();
     company_ids.sort_unstable();
     company_ids.dedup();
     let workspace_id = new.workspace_id;
     db_write!(conn => {
         conn.lock_companies(&company_ids)?;
-        let companies: HashMap<i64, CompanyRow> = contact_companies::table
+        let companies: HashMap<i64, ContactCompany> = contact_companies::table
             .filter(contact_companies::id.eq_any(&company_ids))
             .filter(contact_companies::workspace_id.eq(workspace_id))
-            .select(COMPANY_COLUMNS)
-            .load::<CompanyRow>(conn)?
+            .select(ContactCompany::as_select())
+            .load::<ContactCompany>(conn)?
             .into_iter()
-            .map(|row| (row.0, row))
+            .map(|row| (row.id, row))
             .collect();
         // The named persons and the primary persons of both companies, in one query.
         let person_ids: Vec<i64> = [main.person_id, rep.person_id]
             .into_iter()
             .flatten()
-            .chain(companies.values().filter_map(|c| c.4))
+            .chain(companies.values().filter_map(|c| c.primary_person_id))
             .collect();
-        let persons: HashMap<i64, PersonRow> = contact_persons::table
+        let persons: HashMap<i64, ContactPerson> = contact_persons::table
             .inner_join(contact_companies::table)
             .filter(contact_persons::id.eq_any(&person_ids))
             .filter(contact_companies::workspace_id.eq(workspace_id))
-            .select(PERSON_COLUMNS)
-            .load::<PersonRow>(conn)?
+            .select(ContactPerson::as_select())
+            .load::<ContactPerson>(conn)?
             .into_iter()
-            .map(|row| (row.0, row))
+            .map(|row| (row.id, row))
             .collect();
 
         let mut unknown = Unknown::default();
@@ -237,14 +208,14 @@ pub fn create_link(conn: &mut DbConn, new: NewCompanyLink) -> Result<CompanyLink
 
         let strangers: Vec<RuleViolation> = [(&main, &main_side), (&rep, &rep_side)]
             .into_iter()
-            .filter(|(_, resolved)| resolved.person.1 != resolved.company.0)
+            .filter(|(_, resolved)| resolved.person.company_id != resolved.company.id)
             .map(|(side, resolved)| {
                 RuleViolation::new(
                     "person_not_in_company",
                     side.person_pointer,
                     format!(
                         "person {} belongs to company {}, not to {}",
-                        resolved.person.0, resolved.person.1, resolved.company.0
+                        resolved.person.id, resolved.person.company_id, resolved.company.id
                     ),
                 )
             })
@@ -253,7 +224,7 @@ pub fn create_link(conn: &mut DbConn, new: NewCompanyLink) -> Result<CompanyLink
             return Err(StoreError::Rule(strangers));
         }
 
-        let (main_id, rep_id) = (main_side.company.0, rep_side.company.0);
+        let (main_id, rep_id) = (main_side.company.id, rep_side.company.id);
         if main_id == rep_id {
             return Err(StoreError::rule("self_link", "/repCompanyId", "same company as mainCompanyId"));
         }
@@ -272,7 +243,7 @@ pub fn create_link(conn: &mut DbConn, new: NewCompanyLink) -> Result<CompanyLink
             .optional()?;
         if let Some(link) = existing {
             return Err(StoreError::State(Box::new(StateConflict {
-                code: "link_exists",
+                code: ProblemCode::LinkExists,
                 detail: format!("Companies {main_id} and {rep_id} are linked already (link {link})."),
                 current: None,
                 violations: Vec::new(),
@@ -285,8 +256,8 @@ pub fn create_link(conn: &mut DbConn, new: NewCompanyLink) -> Result<CompanyLink
                 company_links::workspace_id.eq(workspace_id),
                 company_links::main_company_id.eq(main_id),
                 company_links::rep_company_id.eq(rep_id),
-                company_links::main_person_id.eq(main_side.person.0),
-                company_links::rep_person_id.eq(rep_side.person.0),
+                company_links::main_person_id.eq(main_side.person.id),
+                company_links::rep_person_id.eq(rep_side.person.id),
                 company_links::status.eq(CompanyLinkStatus::Active.as_str()),
                 company_links::created_at.eq(created_at),
             ))

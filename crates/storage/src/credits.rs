@@ -1,5 +1,5 @@
 //! Assistant credit allowances: resetting one user's used credits for one cycle of a
-//! workspace (operation 4.10).
+//! workspace (`resetAssistantCreditAllowance`).
 //!
 //! Rules, in order: not found for an unknown workspace; 422 `unknown_user` (`/userId`) if
 //! the user is not a member of the workspace. A cycle is a UTC month `YYYY-MM`; `current`
@@ -12,19 +12,19 @@ use crate::auth::{AuditEntry, AuditLog};
 use crate::clock::{current_month, now_millis};
 use crate::db::DbConn;
 use crate::error::StoreError;
-use crate::ids;
+use crate::ids::SentId;
 use crate::schema::{credit_allowances, credit_resets, memberships, workspaces};
 use crate::{db_run, db_write};
 use diesel::prelude::*;
 use serde_json::json;
 
-/// One reset of an allowance, as the request names it.
+/// One reset of an allowance, to record.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CreditReset {
+pub struct NewCreditReset {
     /// The workspace of the path.
     pub workspace_id: i64,
-    /// The user id as sent.
-    pub user_id: String,
+    /// The user whose allowance is reset.
+    pub user_id: SentId,
     /// `current` or `YYYY-MM`, already checked by the contract.
     pub cycle: String,
     /// Why (1 to 2000 characters).
@@ -53,10 +53,10 @@ pub fn resolve_cycle(cycle: &str) -> String {
 }
 
 /// Resets the allowance `reset` names (see the module documentation for the rules).
-pub fn reset_allowance(conn: &mut DbConn, reset: CreditReset) -> Result<(), StoreError> {
+pub fn reset_allowance(conn: &mut DbConn, reset: NewCreditReset) -> Result<(), StoreError> {
     let cycle = resolve_cycle(&reset.cycle);
     let workspace_id = reset.workspace_id;
-    let user = ids::parse(&reset.user_id);
+    let user = reset.user_id.record();
     let outcome = db_write!(conn => {
         let workspace: i64 = workspaces::table.filter(workspaces::id.eq(workspace_id)).count().get_result(conn)?;
         if workspace == 0 {

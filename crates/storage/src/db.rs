@@ -11,17 +11,23 @@
 //! hands it ([`Database::writer`]) in batches; the pool serves reads (see
 //! [`crate::writer`]).
 
+pub use crate::conn::DbConn;
 use crate::error::StoreError;
+use crate::lock_wait::{budget_spent, set_lock_wait, shortens};
 use crate::writer::{Writer, WriterPool};
 use diesel::Connection;
 use diesel::connection::SimpleConnection;
 use diesel::pg::PgConnection;
-use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool, PooledConnection};
+use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool};
 use diesel::sqlite::SqliteConnection;
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 use scheduled_thread_pool::ScheduledThreadPool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// The PostgreSQL advisory lock held while migrating (any constant the service uses for
+/// nothing else: "wpds" in ASCII).
+const MIGRATION_LOCK: i64 = 0x7770_6473;
 
 const SQLITE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations/sqlite");
 const POSTGRES_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations/postgres");
@@ -94,15 +100,6 @@ enum Pools {
     Postgres(Pool<ConnectionManager<PgConnection>>),
 }
 
-/// A pooled connection of either engine; use it through [`crate::db_run!`] or
-/// [`crate::db_write!`].
-pub enum DbConn {
-    /// SQLite.
-    Sqlite(PooledConnection<ConnectionManager<SqliteConnection>>),
-    /// PostgreSQL.
-    Postgres(PooledConnection<ConnectionManager<PgConnection>>),
-}
-
 /// The database behind the service.
 pub struct Database {
     pools: Pools,
@@ -117,50 +114,6 @@ pub struct Database {
 /// How long after a connection failed checkouts verify connections first: long enough for
 /// every connection that died in the same outage to be found and replaced.
 const SUSPECT_FOR: Duration = Duration::from_secs(30);
-
-/// Runs `$body` with `$conn` (a `&mut DbConn`) rebound to the concrete connection of the
-/// engine in use. The body is compiled once per engine.
-#[macro_export]
-macro_rules! db_run {
-    ($conn:ident => $body:expr) => {
-        match $conn {
-            $crate::db::DbConn::Sqlite($conn) => {
-                let $conn: &mut ::diesel::sqlite::SqliteConnection = &mut *$conn;
-                $body
-            }
-            $crate::db::DbConn::Postgres($conn) => {
-                let $conn: &mut ::diesel::pg::PgConnection = &mut *$conn;
-                $body
-            }
-        }
-    };
-}
-
-/// Runs `$body` in a write transaction (`BEGIN IMMEDIATE` on SQLite, so the writer lock is
-/// taken up front and waits `busy_timeout` instead of failing half-way; a savepoint when
-/// the body runs in a batch of the SQLite [`crate::writer`], which holds the lock already).
-/// `$body` returns `Result<_, StoreError>`; an `Err` rolls back.
-#[macro_export]
-macro_rules! db_write {
-    ($conn:ident => $body:expr) => {
-        match $conn {
-            $crate::db::DbConn::Sqlite(pooled) => {
-                let concrete: &mut ::diesel::sqlite::SqliteConnection = &mut *pooled;
-                if $crate::writer::in_batch() {
-                    $crate::writer::savepoint(concrete, |$conn: &mut ::diesel::sqlite::SqliteConnection| {
-                        $body
-                    })
-                } else {
-                    concrete.immediate_transaction(|$conn: &mut ::diesel::sqlite::SqliteConnection| $body)
-                }
-            }
-            $crate::db::DbConn::Postgres(pooled) => {
-                let concrete: &mut ::diesel::pg::PgConnection = &mut *pooled;
-                concrete.transaction(|$conn: &mut ::diesel::pg::PgConnection| $body)
-            }
-        }
-    };
-}
 
 #[derive(Debug)]
 struct SqlitePragmas {
@@ -286,6 +239,15 @@ impl Database {
         self.writer.as_ref()
     }
 
+    /// The pool's connections now: `(open, idle, most)`.
+    pub fn pool_state(&self) -> (u32, u32, u32) {
+        let (state, most) = match &self.pools {
+            Pools::Sqlite(pool) => (pool.state(), pool.max_size()),
+            Pools::Postgres(pool) => (pool.state(), pool.max_size()),
+        };
+        (state.connections, state.idle_connections, most)
+    }
+
     /// The engine in use.
     pub fn engine(&self) -> Engine {
         self.engine
@@ -373,7 +335,9 @@ impl Database {
         })
     }
 
-    /// Applies pending migrations; returns the versions applied.
+    /// Applies pending migrations (on PostgreSQL under an advisory lock, so instances
+    /// starting together migrate one at a time) and provisions the server's secrets
+    /// ([`crate::secrets::provision`]); returns the versions applied.
     pub fn migrate(&self) -> Result<Vec<String>, StoreError> {
         let mut conn = self.conn()?;
         let applied = match &mut conn {
@@ -381,13 +345,23 @@ impl Database {
             DbConn::Postgres(c) => {
                 // A migration may rewrite a large table: requests' statement timeout is not
                 // its bound. The connection goes back to the pool with the timeout restored.
-                c.batch_execute("SET statement_timeout = 0")?;
+                // Instances starting together would each run the pending migrations and all
+                // but one fail on what the first created: a session advisory lock lets one
+                // migrate while the others wait, then find nothing pending.
+                c.batch_execute(&format!(
+                    "SET statement_timeout = 0; SELECT pg_advisory_lock({MIGRATION_LOCK})"
+                ))?;
                 let applied = c.run_pending_migrations(POSTGRES_MIGRATIONS).map(versions);
-                c.batch_execute(&format!("SET statement_timeout = {}", self.timeout.as_millis()))?;
+                c.batch_execute(&format!(
+                    "SELECT pg_advisory_unlock({MIGRATION_LOCK}); SET statement_timeout = {}",
+                    self.timeout.as_millis()
+                ))?;
                 applied
             }
         };
-        applied.map_err(|e| StoreError::Internal(format!("migration failed: {e}")))
+        let applied = applied.map_err(|e| StoreError::Internal(format!("migration failed: {e}")))?;
+        crate::secrets::provision(&mut conn)?;
+        Ok(applied)
     }
 
     /// Whether the database serves now (for `/readyz`, with a connection of the pool): a
@@ -402,13 +376,13 @@ impl Database {
         {
             writer.probe(Instant::now() + self.timeout)?;
         }
-        db_run!(conn => conn.batch_execute("SELECT 1")).map_err(StoreError::from)
+        crate::db_run!(conn => conn.batch_execute("SELECT 1")).map_err(StoreError::from)
     }
 }
 
 /// Whether `conn` answers a trivial statement.
 fn verify(conn: &mut DbConn) -> bool {
-    db_run!(conn => conn.batch_execute("SELECT 1")).is_ok()
+    crate::db_run!(conn => conn.batch_execute("SELECT 1")).is_ok()
 }
 
 /// Marks `conn` broken, so the pool closes it when it is dropped instead of handing it out
@@ -454,35 +428,6 @@ pub fn with_network_timeouts(url: &str, timeout: Duration) -> String {
         out.push_str(&format!("{name}={value}"));
     }
     out
-}
-
-/// How far a request's lock wait may overrun its budget before the connection's lock wait
-/// is shortened for it. Without it every request would shorten (a checkout always takes
-/// some time) and pay two extra statements.
-pub const LOCK_WAIT_SLACK: Duration = Duration::from_millis(50);
-
-/// Whether what is `left` of a budget is short enough, against the configured `timeout`,
-/// to set it as a connection's lock wait. When it is close to the configured wait,
-/// changing it would cost two statements (set, restore) for a few milliseconds of
-/// precision.
-pub(crate) fn shortens(left: Duration, timeout: Duration) -> bool {
-    left + LOCK_WAIT_SLACK < timeout
-}
-
-/// The error of work whose request has no time left for the database.
-pub(crate) fn budget_spent() -> StoreError {
-    StoreError::Unavailable("the request's time for the database is spent".to_owned())
-}
-
-/// Sets how long a statement of `conn` waits for a lock before failing (at least 1 ms:
-/// 0 would mean "forever" on PostgreSQL).
-pub(crate) fn set_lock_wait(conn: &mut DbConn, wait: Duration) -> Result<(), StoreError> {
-    let millis = wait.as_millis().max(1);
-    match conn {
-        DbConn::Sqlite(c) => c.batch_execute(&format!("PRAGMA busy_timeout = {millis}")),
-        DbConn::Postgres(c) => c.batch_execute(&format!("SET lock_timeout = {millis}")),
-    }
-    .map_err(StoreError::from)
 }
 
 fn versions(applied: Vec<diesel::migration::MigrationVersion<'_>>) -> Vec<String> {

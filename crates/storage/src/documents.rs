@@ -1,4 +1,4 @@
-//! Project documents and their document types (operation 4.1).
+//! Project documents and their document types (`assignDocumentType`).
 //!
 //! A document's `documentTypes` are the workspace's document types whose scope equals the
 //! document's scope, sorted numerically; its `typeId` is one of them or null.
@@ -7,39 +7,24 @@ use crate::clock::{format_millis, now_millis};
 use crate::db::DbConn;
 use crate::db_write;
 use crate::error::{StoreError, VersionConflict};
-use crate::ids;
+use crate::ids::{self, SentId};
+use crate::models;
 use crate::schema::{document_types, documents};
 use crate::stored::decode;
 use diesel::prelude::*;
 use wpds_contract::types::{Document, DocumentPhase, DocumentScope, DocumentSource, DocumentStatus};
 
-/// A stored document, as its table holds it.
-#[derive(Debug, Clone, Queryable, Selectable)]
-#[diesel(table_name = documents)]
-struct DocumentRow {
-    id: i64,
-    project_id: Option<i64>,
-    company_id: Option<i64>,
-    scope: String,
-    type_id: Option<i64>,
-    source: String,
-    status: String,
-    name: String,
-    notes: String,
-    is_confidential: bool,
-    phases: String,
-    item_ids: String,
-    external_url: Option<String>,
-    original_filename: Option<String>,
-    mime_type: Option<String>,
-    size_bytes: Option<i64>,
-    created_by: Option<i64>,
-    created_at: i64,
-    updated_at: i64,
-    version: i64,
+/// A document's new type and the version the client saw.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DocumentTypeChange {
+    /// The type to assign, `None` to clear it.
+    pub type_id: Option<SentId>,
+    /// The document's version the client saw.
+    pub expected_version: i64,
 }
 
-impl DocumentRow {
+impl models::Document {
+    /// The document as the contract shows it, with its `documentTypes`.
     fn into_document(self, document_types: Vec<String>) -> Result<Document, StoreError> {
         let id = self.id;
         let text = |s: String| serde_json::Value::String(s);
@@ -70,7 +55,8 @@ impl DocumentRow {
     }
 }
 
-/// Sets (or clears) the type of a document of `project` in `workspace_id`.
+/// Sets (or clears) the type of document `document_id` of project `project_id` in
+/// `workspace_id`.
 ///
 /// Rules, in order: not found unless the document is in the path's project of the
 /// workspace; 422 `type_not_applicable` for a type that is not one of its
@@ -78,21 +64,18 @@ impl DocumentRow {
 pub fn assign_type(
     conn: &mut DbConn,
     workspace_id: i64,
-    project: &str,
-    document: &str,
-    type_id: Option<String>,
-    expected_version: i64,
+    project_id: i64,
+    document_id: i64,
+    change: DocumentTypeChange,
 ) -> Result<Document, StoreError> {
-    let not_found = || StoreError::NotFound(format!("document {document} in project {project}"));
-    let (Some(project_id), Some(document_id)) = (ids::parse(project), ids::parse(document)) else {
-        return Err(not_found());
-    };
+    let DocumentTypeChange { type_id, expected_version } = change;
+    let not_found = || StoreError::NotFound(format!("document {document_id} in project {project_id}"));
     db_write!(conn => {
-        let row: DocumentRow = documents::table
+        let row: models::Document = documents::table
             .filter(documents::id.eq(document_id))
             .filter(documents::workspace_id.eq(workspace_id))
             .filter(documents::project_id.eq(project_id))
-            .select(DocumentRow::as_select())
+            .select(models::Document::as_select())
             .first(conn)
             .optional()?
             .ok_or_else(not_found)?;
@@ -105,18 +88,18 @@ pub fn assign_type(
         let type_ids: Vec<String> = applicable.iter().copied().map(ids::show).collect();
         let new_type = match &type_id {
             None => None,
-            Some(text) => match ids::parse(text).filter(|id| applicable.contains(id)) {
+            Some(sent) => match sent.record().filter(|id| applicable.contains(id)) {
                 Some(id) => Some(id),
                 None => {
                     return Err(StoreError::rule(
                         "type_not_applicable",
                         "/typeId",
-                        format!("type {text} is not one of the document's documentTypes"),
+                        format!("type {sent} is not one of the document's documentTypes"),
                     ));
                 }
             },
         };
-        let updated: Option<DocumentRow> = diesel::update(
+        let updated: Option<models::Document> = diesel::update(
             documents::table.filter(documents::id.eq(document_id)).filter(documents::version.eq(expected_version)),
         )
         .set((
@@ -124,16 +107,16 @@ pub fn assign_type(
             documents::version.eq(documents::version + 1),
             documents::updated_at.eq(now_millis()),
         ))
-        .returning(DocumentRow::as_returning())
+        .returning(models::Document::as_returning())
         .get_result(conn)
         .optional()?;
         match updated {
             Some(row) => row.into_document(type_ids),
             None => {
                 // Read it again: on PostgreSQL another writer may have committed since.
-                let row: DocumentRow = documents::table
+                let row: models::Document = documents::table
                     .filter(documents::id.eq(document_id))
-                    .select(DocumentRow::as_select())
+                    .select(models::Document::as_select())
                     .first(conn)?;
                 let current_version = row.version;
                 let current = row.into_document(type_ids)?;

@@ -2,6 +2,7 @@
 //! "the database is unreachable" and "something unexpected" (logged, never shown).
 
 use serde_json::Value;
+use wpds_contract::problem::ProblemCode;
 use wpds_contract::types::BulkEditConflict;
 
 /// One broken rule of an operation (answered as 422 `unprocessable`).
@@ -45,7 +46,7 @@ pub enum StoreError {
 #[derive(Debug, Clone, PartialEq)]
 pub struct StateConflict {
     /// The problem code (`already_retired`, `code_taken`, …).
-    pub code: &'static str,
+    pub code: ProblemCode,
     /// What conflicts, for people.
     pub detail: String,
     /// The resource as it is now, where the contract shows it.

@@ -1,4 +1,4 @@
-//! Cross-project report exports (operation 4.4).
+//! Cross-project report exports (`createCrossProjectReportExport`).
 //!
 //! `requestId` is an idempotency key per workspace, compared case-insensitively: it is
 //! kept lower-case in `report_exports.request_key` (unique per workspace) for as long as
@@ -27,9 +27,9 @@ use crate::error::{RuleViolation, StoreError};
 use crate::ids;
 use crate::schema::{projects, report_exports};
 use diesel::prelude::*;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use std::collections::HashSet;
-use wpds_contract::types::{CreateExportRequest, ExportProjectScopeMode, ExportRecord, ExportRecordStatus};
+use wpds_contract::types::{ExportConfiguration, ExportProjectScopeMode, ExportRecord, ExportRecordStatus};
 
 /// An export to create.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,8 +38,12 @@ pub struct NewExport {
     pub workspace_id: i64,
     /// The caller, recorded as `createdBy`.
     pub user_id: i64,
-    /// The request as the contract accepted it.
-    pub request: CreateExportRequest,
+    /// The idempotency key as sent (compared case-insensitively).
+    pub request_id: String,
+    /// The export's name.
+    pub name: String,
+    /// What the report holds and how it is laid out, stored and answered as it is.
+    pub configuration: ExportConfiguration,
 }
 
 /// The answer to a create request.
@@ -64,20 +68,20 @@ fn canonical(value: Value) -> Value {
     }
 }
 
-/// The request as compared and stored: canonical JSON with the key lower-cased.
-fn request_fingerprint(request: &CreateExportRequest) -> Result<Value, StoreError> {
-    let mut value = serde_json::to_value(request)
-        .map_err(|e| StoreError::Internal(format!("cannot serialise an export request: {e}")))?;
-    if let Some(key) = value.get_mut("requestId") {
-        *key = Value::String(request.request_id.to_ascii_lowercase());
-    }
-    Ok(canonical(value))
+/// The request as compared and stored: its body (`requestId`, `name`, `configuration`) as
+/// canonical JSON with the key lower-cased.
+fn request_fingerprint(new: &NewExport, configuration: Value) -> Value {
+    canonical(json!({
+        "requestId": new.request_id.to_ascii_lowercase(),
+        "name": new.name,
+        "configuration": configuration,
+    }))
 }
 
-/// The scope and project rules (2 and 3) for `request` in a workspace holding `known`.
-fn check_rules(request: &CreateExportRequest, known: &HashSet<i64>) -> Result<(), StoreError> {
+/// The scope and project rules (2 and 3) for `configuration` in a workspace holding `known`.
+fn check_rules(configuration: &ExportConfiguration, known: &HashSet<i64>) -> Result<(), StoreError> {
     const SCOPE: &str = "/configuration/projectScope";
-    let scope = &request.configuration.project_scope;
+    let scope = &configuration.project_scope;
     match (scope.mode, scope.project_ids.as_deref()) {
         (ExportProjectScopeMode::Fixed, None) => {
             return Err(StoreError::rule("invalid_scope", SCOPE, "mode fixed needs one or more projectIds"));
@@ -139,17 +143,18 @@ fn replay(
 /// Rules, in order: 422 `idempotency_key_reused`, 422 `invalid_scope`, 422
 /// `unknown_project` (see the module documentation).
 pub fn create(conn: &mut DbConn, new: NewExport) -> Result<CreatedExport, StoreError> {
-    let NewExport { workspace_id, user_id, request } = new;
-    let key = request.request_id.to_ascii_lowercase();
-    let fingerprint = request_fingerprint(&request)?;
-    let request_text = fingerprint.to_string();
-    let configuration = match serde_json::to_value(&request.configuration) {
+    let workspace_id = new.workspace_id;
+    let user_id = new.user_id;
+    let key = new.request_id.to_ascii_lowercase();
+    let configuration = match serde_json::to_value(&new.configuration) {
         Ok(Value::Object(map)) => map,
         Ok(other) => {
             return Err(StoreError::Internal(format!("an export configuration serialised as {other}")));
         }
         Err(e) => return Err(StoreError::Internal(format!("cannot serialise an export configuration: {e}"))),
     };
+    let fingerprint = request_fingerprint(&new, Value::Object(configuration.clone()));
+    let request_text = fingerprint.to_string();
     let configuration_text = Value::Object(configuration.clone()).to_string();
     db_write!(conn => {
         let stored = |conn: &mut _| {
@@ -161,7 +166,7 @@ pub fn create(conn: &mut DbConn, new: NewExport) -> Result<CreatedExport, StoreE
                 .optional()
         };
         if let Some((stored_request, stored_response)) = stored(conn)? {
-            return replay(&stored_request, &stored_response, &fingerprint, &request.request_id);
+            return replay(&stored_request, &stored_response, &fingerprint, &new.request_id);
         }
 
         let known: HashSet<i64> = projects::table
@@ -170,7 +175,7 @@ pub fn create(conn: &mut DbConn, new: NewExport) -> Result<CreatedExport, StoreE
             .load::<i64>(conn)?
             .into_iter()
             .collect();
-        check_rules(&request, &known)?;
+        check_rules(&new.configuration, &known)?;
 
         let now = now_millis();
         let inserted: Option<i64> = diesel::insert_into(report_exports::table)
@@ -179,7 +184,7 @@ pub fn create(conn: &mut DbConn, new: NewExport) -> Result<CreatedExport, StoreE
                 report_exports::request_key.eq(&key),
                 report_exports::request_body.eq(&request_text),
                 report_exports::response_body.eq(""),
-                report_exports::name.eq(&request.name),
+                report_exports::name.eq(&new.name),
                 report_exports::status.eq(ExportRecordStatus::Queued.as_str()),
                 report_exports::configuration.eq(&configuration_text),
                 report_exports::created_by.eq(user_id),
@@ -196,13 +201,13 @@ pub fn create(conn: &mut DbConn, new: NewExport) -> Result<CreatedExport, StoreE
             let (stored_request, stored_response) = stored(conn)?.ok_or_else(|| {
                 StoreError::Internal(format!("export key {key} is taken but not readable"))
             })?;
-            return replay(&stored_request, &stored_response, &fingerprint, &request.request_id);
+            return replay(&stored_request, &stored_response, &fingerprint, &new.request_id);
         };
 
         let record = ExportRecord {
             id: ids::show(id),
-            request_id: request.request_id.clone(),
-            name: request.name.clone(),
+            request_id: new.request_id.clone(),
+            name: new.name.clone(),
             status: ExportRecordStatus::Queued,
             configuration: configuration.clone(),
             created_by: ids::show(user_id),

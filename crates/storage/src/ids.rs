@@ -14,6 +14,46 @@ pub fn show(id: i64) -> String {
     id.to_string()
 }
 
+/// An id a request body names, parsed once (by the handler): the record id, or the text
+/// as sent when it cannot name a record. Rule messages quote an id as it was sent, so the
+/// text of one that names nothing is kept; a record id's text is its canonical form.
+/// Two `SentId`s are equal exactly when their texts are.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum SentId {
+    /// An id that can name a record.
+    Record(i64),
+    /// Text that names no record (not canonical digits, or beyond 64 bits), as sent.
+    NoRecord(String),
+}
+
+impl SentId {
+    /// The id `text` names, if it can name one.
+    pub fn parse(text: String) -> Self {
+        match parse(&text) {
+            Some(id) => SentId::Record(id),
+            None => SentId::NoRecord(text),
+        }
+    }
+
+    /// The record id, if it can name a record.
+    pub fn record(&self) -> Option<i64> {
+        match self {
+            SentId::Record(id) => Some(*id),
+            SentId::NoRecord(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Display for SentId {
+    /// The id as it was sent.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SentId::Record(id) => write!(f, "{id}"),
+            SentId::NoRecord(text) => f.write_str(text),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -27,5 +67,17 @@ mod tests {
         for bad in ["", "0", "07", "-7", "+7", "7a", " 7"] {
             assert_eq!(parse(bad), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_sent_id_shows_as_sent_and_compares_as_its_text() {
+        for text in ["7", "07", "9223372036854775808", "abc", ""] {
+            assert_eq!(SentId::parse(text.to_owned()).to_string(), text);
+        }
+        assert_eq!(SentId::parse("7".to_owned()), SentId::Record(7));
+        assert_eq!(SentId::parse("7".to_owned()).record(), Some(7));
+        assert_eq!(SentId::parse("07".to_owned()).record(), None);
+        assert_ne!(SentId::parse("07".to_owned()), SentId::parse("7".to_owned()));
+        assert_eq!(SentId::parse("x".to_owned()), SentId::parse("x".to_owned()));
     }
 }

@@ -1,4 +1,4 @@
-//! Assistant imports: replacing the takeoff-to-area mappings of an import (operation 4.5).
+//! Assistant imports: replacing the takeoff-to-area mappings of an import (`replaceTakeoffMappings`).
 //!
 //! Rules, in order (the first failing one answers, nothing changes on any of them):
 //! 1. not found unless the import is in the path's workspace;
@@ -21,47 +21,35 @@ use crate::clock::{format_millis, now_millis};
 use crate::db::DbConn;
 use crate::db_write;
 use crate::error::{RuleViolation, StateConflict, StoreError, VersionConflict};
-use crate::ids;
+use crate::ids::{self, SentId};
+use crate::models;
 use crate::schema::{assistant_imports, project_areas};
 use crate::stored::decode;
 use crate::takeoff::issue_counts;
 use diesel::prelude::*;
 use serde_json::{Map, Value, json};
 use std::collections::{HashMap, HashSet};
+use wpds_contract::problem::ProblemCode;
 use wpds_contract::types::{
     AssistantImport, AssistantImportCounts, AssistantImportIssueSummary, AssistantImportKind,
-    AssistantImportStatus, AssistantImportTarget, ReplaceTakeoffMappingsRequest,
+    AssistantImportStatus, AssistantImportTarget,
+    ReplaceTakeoffMappingsRequestGroupingLevel as GroupingLevel, TakeoffAreaMapping,
 };
 
-/// A stored assistant import, as its table holds it.
-#[derive(Debug, Clone, Queryable, Selectable)]
-#[diesel(table_name = assistant_imports)]
-struct ImportRow {
-    id: i64,
-    kind: String,
-    status: String,
-    target_kind: String,
-    target_project_id: i64,
-    version: i64,
-    analysis_revision: i64,
-    conversation: String,
-    document: String,
-    progress: String,
-    takeoff: String,
-    source_selection: String,
-    column_mappings: String,
-    value_mappings: String,
-    review_draft: String,
-    publish_result: String,
-    source_snapshot: String,
-    blocking_issues: i64,
-    warning_issues: i64,
-    publishable: bool,
-    created_at: i64,
-    updated_at: i64,
+/// An import's new takeoff mappings and the version the client saw.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TakeoffMappingsChange {
+    /// The project the client takes to be the import's target.
+    pub project_id: SentId,
+    /// The import's version the client saw.
+    pub expected_version: i64,
+    /// How the takeoff groups.
+    pub grouping_level: GroupingLevel,
+    /// The new mappings, stored as they are.
+    pub area_mappings: Vec<TakeoffAreaMapping>,
 }
 
-impl ImportRow {
+impl models::AssistantImport {
     /// The import as the contract shows it.
     fn into_import(self) -> Result<AssistantImport, StoreError> {
         let id = self.id;
@@ -118,12 +106,12 @@ impl ImportRow {
 }
 
 /// A `409` state conflict without a `current` body.
-fn state_conflict(code: &'static str, detail: String) -> StoreError {
+fn state_conflict(code: ProblemCode, detail: String) -> StoreError {
     StoreError::State(Box::new(StateConflict { code, detail, current: None, violations: Vec::new() }))
 }
 
 /// `version_conflict` carrying `row` as a 200 would show it.
-fn version_conflict(row: ImportRow, expected_version: i64) -> StoreError {
+fn version_conflict(row: models::AssistantImport, expected_version: i64) -> StoreError {
     let current_version = row.version;
     let current = match row
         .into_import()
@@ -142,10 +130,10 @@ fn version_conflict(row: ImportRow, expected_version: i64) -> StoreError {
 }
 
 /// Every mapping whose `sourceKey` an earlier mapping already uses, pointing at the later one.
-fn duplicate_source_keys(request: &ReplaceTakeoffMappingsRequest) -> Vec<RuleViolation> {
+fn duplicate_source_keys(change: &TakeoffMappingsChange) -> Vec<RuleViolation> {
     let mut first_at: HashMap<&str, usize> = HashMap::new();
     let mut duplicates = Vec::new();
-    for (i, mapping) in request.area_mappings.iter().enumerate() {
+    for (i, mapping) in change.area_mappings.iter().enumerate() {
         match first_at.get(mapping.source_key.as_str()) {
             Some(first) => duplicates.push(RuleViolation::new(
                 "duplicate_source_key",
@@ -166,38 +154,41 @@ pub fn replace_takeoff(
     conn: &mut DbConn,
     workspace_id: i64,
     import_id: i64,
-    request: ReplaceTakeoffMappingsRequest,
+    change: TakeoffMappingsChange,
 ) -> Result<AssistantImport, StoreError> {
-    let expected_version = request.expected_version;
+    let expected_version = change.expected_version;
     db_write!(conn => {
-        let row: ImportRow = assistant_imports::table
+        let row: models::AssistantImport = assistant_imports::table
             .filter(assistant_imports::id.eq(import_id))
             .filter(assistant_imports::workspace_id.eq(workspace_id))
-            .select(ImportRow::as_select())
+            .select(models::AssistantImport::as_select())
             .first(conn)
             .optional()?
             .ok_or_else(|| StoreError::NotFound(format!("assistant import {import_id}")))?;
         if row.kind != AssistantImportKind::Takeoff.as_str() {
             return Err(state_conflict(
-                "import_kind_mismatch",
+                ProblemCode::ImportKindMismatch,
                 format!("Import {import_id} is of kind {}; only a takeoff import has takeoff mappings.", row.kind),
             ));
         }
         if row.status != AssistantImportStatus::Review.as_str() {
             return Err(state_conflict(
-                "import_not_editable",
+                ProblemCode::ImportNotEditable,
                 format!("The import is {}; only an import in review can be edited.", row.status),
             ));
         }
-        let target_project = ids::show(row.target_project_id);
-        if request.project_id != target_project {
+        if change.project_id.record() != Some(row.target_project_id) {
             return Err(StoreError::rule(
                 "project_mismatch",
                 "/projectId",
-                format!("project {} is not the import's target project {target_project}", request.project_id),
+                format!(
+                    "project {} is not the import's target project {}",
+                    change.project_id,
+                    ids::show(row.target_project_id)
+                ),
             ));
         }
-        let duplicates = duplicate_source_keys(&request);
+        let duplicates = duplicate_source_keys(&change);
         if !duplicates.is_empty() {
             return Err(StoreError::Rule(duplicates));
         }
@@ -208,10 +199,10 @@ pub fn replace_takeoff(
         let stored: Value = serde_json::from_str(&row.takeoff)
             .map_err(|e| StoreError::Internal(format!("assistant import {import_id}: bad stored takeoff: {e}")))?;
         let source_keys = stored.get("sourceKeys").cloned().unwrap_or_else(|| json!([]));
-        let area_mappings = serde_json::to_value(&request.area_mappings)
+        let area_mappings = serde_json::to_value(&change.area_mappings)
             .map_err(|e| StoreError::Internal(e.to_string()))?;
         let takeoff = json!({
-            "groupingLevel": request.grouping_level.as_str(),
+            "groupingLevel": change.grouping_level.as_str(),
             "sourceKeys": source_keys,
             "areaMappings": area_mappings,
         });
@@ -224,7 +215,7 @@ pub fn replace_takeoff(
             .collect();
         let counts = issue_counts(&takeoff, &areas);
 
-        let updated: Option<ImportRow> = diesel::update(
+        let updated: Option<models::AssistantImport> = diesel::update(
             assistant_imports::table
                 .filter(assistant_imports::id.eq(import_id))
                 .filter(assistant_imports::version.eq(expected_version))
@@ -239,25 +230,25 @@ pub fn replace_takeoff(
             assistant_imports::version.eq(assistant_imports::version + 1),
             assistant_imports::updated_at.eq(now_millis()),
         ))
-        .returning(ImportRow::as_returning())
+        .returning(models::AssistantImport::as_returning())
         .get_result(conn)
         .optional()?;
         match updated {
             Some(row) => row.into_import(),
             None => {
                 // Changed since it was read (possible on PostgreSQL): answer with it as it is now.
-                let current: Option<ImportRow> = assistant_imports::table
+                let current: Option<models::AssistantImport> = assistant_imports::table
                     .filter(assistant_imports::id.eq(import_id))
-                    .select(ImportRow::as_select())
+                    .select(models::AssistantImport::as_select())
                     .first(conn)
                     .optional()?;
                 match current {
                     Some(current) if current.kind != AssistantImportKind::Takeoff.as_str() => Err(state_conflict(
-                        "import_kind_mismatch",
+                        ProblemCode::ImportKindMismatch,
                         format!("Import {import_id} is of kind {}; only a takeoff import has takeoff mappings.", current.kind),
                     )),
                     Some(current) if current.status != AssistantImportStatus::Review.as_str() => Err(state_conflict(
-                        "import_not_editable",
+                        ProblemCode::ImportNotEditable,
                         format!("The import is {}; only an import in review can be edited.", current.status),
                     )),
                     Some(current) => Err(version_conflict(current, expected_version)),
@@ -271,7 +262,6 @@ pub fn replace_takeoff(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wpds_contract::types::{ReplaceTakeoffMappingsRequestGroupingLevel, TakeoffAreaMapping};
 
     #[test]
     fn every_later_duplicate_source_key_is_named() {
@@ -280,13 +270,13 @@ mod tests {
             area_id: "301".to_owned(),
             excluded: false,
         };
-        let request = ReplaceTakeoffMappingsRequest {
-            project_id: "7".to_owned(),
+        let change = TakeoffMappingsChange {
+            project_id: SentId::Record(7),
             expected_version: 5,
-            grouping_level: ReplaceTakeoffMappingsRequestGroupingLevel::Total,
+            grouping_level: GroupingLevel::Total,
             area_mappings: vec![mapping("a"), mapping("b"), mapping("a"), mapping("A"), mapping("a")],
         };
-        let pointers: Vec<String> = duplicate_source_keys(&request).into_iter().map(|v| v.pointer).collect();
+        let pointers: Vec<String> = duplicate_source_keys(&change).into_iter().map(|v| v.pointer).collect();
         assert_eq!(pointers, ["/areaMappings/2/sourceKey", "/areaMappings/4/sourceKey"]);
     }
 }

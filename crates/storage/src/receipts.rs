@@ -1,4 +1,4 @@
-//! Commercial sync-update receipts of a project (operation 4.11).
+//! Commercial sync-update receipts of a project (`listCommercialReceipts`).
 //!
 //! Rules, in order: 404 for a project not in the workspace; then a cursor this server did
 //! not issue for this very listing is refused ([`ForeignCursor`], answered 400).
@@ -17,18 +17,19 @@
 //! another project, workspace or outcome, altered in any character, truncated or made up,
 //! its MAC does not verify. `limit` is not bound and may change between pages.
 //!
-//! The secret is 32 random bytes kept in `server_secrets` under [`CURSOR_SECRET`],
-//! created on first use with `INSERT … ON CONFLICT DO NOTHING` and read back, so every
-//! server process sharing one database signs and verifies with the same key. It is read
-//! on each request (one primary-key lookup): a per-process cache would have to be keyed by
-//! database.
+//! The key is the secret [`crate::secrets::CURSOR_SIGNING`], provisioned when the database
+//! is migrated, so every server process sharing one database signs and verifies with the
+//! same key and a listing only reads. It is read on each request (one primary-key lookup):
+//! a per-process cache would have to be keyed by database.
 
 use crate::clock::format_millis;
 use crate::db::DbConn;
 use crate::db_run;
 use crate::error::StoreError;
 use crate::ids;
-use crate::schema::{commercial_receipts, projects, server_secrets};
+use crate::models;
+use crate::schema::{commercial_receipts, projects};
+use crate::secrets;
 use crate::stored::decode;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -44,9 +45,6 @@ use sha2::Sha256;
 use wpds_contract::types::{
     CommercialReceipt, CommercialReceiptOutcome, CommercialReceiptPage, ReceiptField, ReceiptRelease,
 };
-
-/// The name of the cursor-signing secret in `server_secrets`.
-pub const CURSOR_SECRET: &str = "commercial_receipts_cursor";
 
 /// The largest page.
 pub const MAX_LIMIT: i64 = 100;
@@ -89,25 +87,8 @@ struct Position {
     id: i64,
 }
 
-/// A stored receipt.
-#[derive(Debug, Clone, Queryable, Selectable)]
-#[diesel(table_name = commercial_receipts)]
-struct ReceiptRow {
-    id: i64,
-    project_id: i64,
-    project_item_id: i64,
-    project_item_name: String,
-    family_id: i64,
-    family_name: String,
-    primary_image_url: String,
-    actor_name: String,
-    outcome: String,
-    fields: String,
-    release: String,
-    created_at: i64,
-}
-
-impl ReceiptRow {
+impl models::ListedReceipt {
+    /// The receipt as the contract shows it.
     fn into_receipt(self) -> Result<CommercialReceipt, StoreError> {
         let id = self.id;
         let bad = |what: &str, e: serde_json::Error| {
@@ -222,31 +203,6 @@ where
     }
 }
 
-/// The cursor-signing secret, created on first use (by whichever process comes first).
-fn cursor_secret(conn: &mut DbConn) -> Result<Vec<u8>, StoreError> {
-    let read = |conn: &mut DbConn| -> Result<Option<String>, StoreError> {
-        Ok(db_run!(conn => server_secrets::table
-            .find(CURSOR_SECRET)
-            .select(server_secrets::value)
-            .first::<String>(conn)
-            .optional())?)
-    };
-    let stored = match read(conn)? {
-        Some(value) => value,
-        None => {
-            let fresh = URL_SAFE_NO_PAD.encode(rand::random::<[u8; 32]>());
-            db_run!(conn => diesel::insert_into(server_secrets::table)
-                .values((server_secrets::name.eq(CURSOR_SECRET), server_secrets::value.eq(&fresh)))
-                .on_conflict_do_nothing()
-                .execute(conn))?;
-            read(conn)?.ok_or_else(|| StoreError::Internal("the cursor secret vanished".to_owned()))?
-        }
-    };
-    URL_SAFE_NO_PAD
-        .decode(stored)
-        .map_err(|e| StoreError::Internal(format!("the stored cursor secret is not base64url: {e}")))
-}
-
 /// One page of the project's receipts, newest first; see the module documentation.
 pub fn list(
     conn: &mut DbConn,
@@ -262,7 +218,7 @@ pub fn list(
     if known == 0 {
         return Err(StoreError::NotFound(format!("project {project_id}")));
     }
-    let secret = cursor_secret(conn)?;
+    let secret = secrets::read(conn, secrets::CURSOR_SIGNING)?;
     let scope = Scope { workspace_id, project_id, outcome: outcome.as_deref().unwrap_or("") };
     let after = match cursor {
         Some(cursor) => match scope.read(&secret, &cursor)? {
@@ -271,10 +227,10 @@ pub fn list(
         },
         None => None,
     };
-    let rows: Vec<ReceiptRow> = db_run!(conn => {
+    let rows: Vec<models::ListedReceipt> = db_run!(conn => {
         let mut query = commercial_receipts::table
             .filter(commercial_receipts::project_id.eq(project_id))
-            .select(ReceiptRow::as_select())
+            .select(models::ListedReceipt::as_select())
             .into_boxed();
         if let Some(outcome) = &outcome {
             query = query.filter(commercial_receipts::outcome.eq(outcome.clone()));
@@ -288,14 +244,14 @@ pub fn list(
             .load(conn)
     })?;
     let has_more = rows.len() as i64 > limit;
-    let shown: Vec<ReceiptRow> = rows.into_iter().take(limit as usize).collect();
+    let shown: Vec<models::ListedReceipt> = rows.into_iter().take(limit as usize).collect();
     let next_cursor = match shown.last() {
         Some(last) if has_more => {
             scope.issue(&secret, Position { v: 1, created_at: last.created_at, id: last.id })?
         }
         _ => String::new(),
     };
-    let items = shown.into_iter().map(ReceiptRow::into_receipt).collect::<Result<Vec<_>, _>>()?;
+    let items = shown.into_iter().map(models::ListedReceipt::into_receipt).collect::<Result<Vec<_>, _>>()?;
     Ok(Ok(CommercialReceiptPage { items, next_cursor, has_more }))
 }
 

@@ -1,4 +1,4 @@
-//! Takeoff issue rules of assistant imports, shared by the seed loader and operation 4.5.
+//! Takeoff issue rules of assistant imports, shared by the seed loader and `replaceTakeoffMappings`.
 //!
 //! A takeoff is `{groupingLevel, sourceKeys: [...], areaMappings: [{sourceKey, areaId,
 //! excluded}]}`: `sourceKeys` are the groups the analysis found. A mapping that is not

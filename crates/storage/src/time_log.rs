@@ -1,4 +1,4 @@
-//! The per-user time log (operation 4.9).
+//! The per-user time log (`setOwnTimeLogCell`).
 //!
 //! A cell is (user, project, date, phase). A cell never written is at version 1 with
 //! hours `"0.00"`; the first write expects version 1 and creates version 2. Hours are
@@ -19,7 +19,8 @@
 use crate::clock::now_millis;
 use crate::db::DbConn;
 use crate::error::{StoreError, VersionConflict};
-use crate::ids;
+use crate::ids::{self, SentId};
+use crate::models::TimeLogCell;
 use crate::schema::{projects, time_log_entries as cells};
 use crate::stored::decode;
 use crate::{db_run, db_write};
@@ -36,13 +37,13 @@ const MAX_HOURS_CENTI: i64 = 24_00;
 
 /// One write of the caller's own cell.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CellWrite {
+pub struct CellChange {
     /// The workspace of the path.
     pub workspace_id: i64,
     /// The caller.
     pub user_id: i64,
-    /// The project id as sent.
-    pub project_id: String,
+    /// The project.
+    pub project_id: SentId,
     /// `YYYY-MM-DD`, already checked by the contract.
     pub date: String,
     /// The phase's wire value (`general` when the request has none).
@@ -55,20 +56,6 @@ pub struct CellWrite {
     pub note: String,
     /// Billable (`true` when the request has none).
     pub billable: bool,
-}
-
-/// A stored cell.
-#[derive(Debug, Clone, Queryable, Selectable)]
-#[diesel(table_name = cells)]
-struct CellRow {
-    id: i64,
-    project_id: i64,
-    entry_date: String,
-    phase: String,
-    hours_centi: i64,
-    note: String,
-    billable: bool,
-    version: i64,
 }
 
 /// Reads `hours` (one or two digits, optionally a dot and one or two digits) in hundredths.
@@ -94,8 +81,8 @@ pub fn format_hours(centi: i64) -> String {
     format!("{}.{:02}", centi / 100, centi % 100)
 }
 
-fn entry(row: CellRow) -> Result<TimeLogEntry, StoreError> {
-    let CellRow { id, project_id, entry_date: date, phase, hours_centi: hours, note, billable, version } =
+fn entry(row: TimeLogCell) -> Result<TimeLogEntry, StoreError> {
+    let TimeLogCell { id, project_id, entry_date: date, phase, hours_centi: hours, note, billable, version } =
         row;
     let phase: TimeLogEntryPhase = decode("time-log entry", id, "phase", Value::String(phase))?;
     Ok(TimeLogEntry {
@@ -116,13 +103,14 @@ fn entry(row: CellRow) -> Result<TimeLogEntry, StoreError> {
 /// never keeps its `UPDATE` statements prepared (their SQL can vary with the changeset), so
 /// every request paid for parsing and planning the hottest statement of the service. This
 /// statement's text never varies, so it declares a static query id and both engines keep it
-/// prepared per connection. The columns it returns are [`CellRow`]'s, in order: `id`,
-/// `project_id`, `entry_date`, `phase`, `hours_centi`, `note`, `billable`, `version`.
+/// prepared per connection. The columns it returns are those of `models::TimeLogCell`, in
+/// order: `id`, `project_id`, `entry_date`, `phase`, `hours_centi`, `note`, `billable`,
+/// `version`.
 ///
 /// Public so that `crates/bench`'s ceiling loop runs exactly this statement.
 #[derive(Debug, Clone, Copy)]
 pub struct CurrentWrite<'a> {
-    write: &'a CellWrite,
+    write: &'a CellChange,
     project_id: i64,
     hours: i64,
     now: i64,
@@ -180,7 +168,7 @@ where
 impl<'a> CurrentWrite<'a> {
     /// The write of `write`'s cell (of project `project_id`) to `hours` hundredths, if the
     /// cell is at `write.expected_version`; stamped with the current time.
-    pub fn new(write: &'a CellWrite, project_id: i64, hours: i64) -> Self {
+    pub fn new(write: &'a CellChange, project_id: i64, hours: i64) -> Self {
         CurrentWrite { write, project_id, hours, now: now_millis() }
     }
 }
@@ -189,14 +177,14 @@ impl<'a> CurrentWrite<'a> {
 ///
 /// Rules, in order: 422 `unknown_project`, 422 `hours_out_of_range`, then
 /// `version_conflict` (for a never-written cell: current version 1, current `null`).
-pub fn set_cell(conn: &mut DbConn, write: CellWrite) -> Result<TimeLogEntry, StoreError> {
-    let project_id = ids::parse(&write.project_id);
+pub fn set_cell(conn: &mut DbConn, write: CellChange) -> Result<TimeLogEntry, StoreError> {
+    let project_id = write.project_id.record();
     // The contract's pattern has already admitted `hours`; failing to read it is a defect.
     let hours = parse_hours(&write.hours).ok_or_else(|| {
         StoreError::Internal(format!("hours {:?} passed the contract but not the parser", write.hours))
     })?;
     if let Some(project_id) = project_id.filter(|_| hours <= MAX_HOURS_CENTI)
-        && let Some(row) = db_run!(conn => CurrentWrite::new(&write, project_id, hours).get_result::<CellRow>(conn).optional())?
+        && let Some(row) = db_run!(conn => CurrentWrite::new(&write, project_id, hours).get_result::<TimeLogCell>(conn).optional())?
     {
         return entry(row);
     }
@@ -224,11 +212,11 @@ pub fn set_cell(conn: &mut DbConn, write: CellWrite) -> Result<TimeLogEntry, Sto
             .filter(cells::project_id.eq(project_id))
             .filter(cells::entry_date.eq(&write.date))
             .filter(cells::phase.eq(&write.phase));
-        if let Some(row) = CurrentWrite::new(&write, project_id, hours).get_result::<CellRow>(conn).optional()? {
+        if let Some(row) = CurrentWrite::new(&write, project_id, hours).get_result::<TimeLogCell>(conn).optional()? {
             return entry(row);
         }
         if write.expected_version == 1 {
-            let inserted: Option<CellRow> = diesel::insert_into(cells::table)
+            let inserted: Option<TimeLogCell> = diesel::insert_into(cells::table)
                 .values((
                     cells::workspace_id.eq(write.workspace_id),
                     cells::user_id.eq(write.user_id),
@@ -242,14 +230,14 @@ pub fn set_cell(conn: &mut DbConn, write: CellWrite) -> Result<TimeLogEntry, Sto
                     cells::updated_at.eq(now_millis()),
                 ))
                 .on_conflict_do_nothing()
-                .returning(CellRow::as_returning())
+                .returning(TimeLogCell::as_returning())
                 .get_result(conn)
                 .optional()?;
             if let Some(row) = inserted {
                 return entry(row);
             }
         }
-        let current: Option<CellRow> = cell.select(CellRow::as_select()).first(conn).optional()?;
+        let current: Option<TimeLogCell> = cell.select(TimeLogCell::as_select()).first(conn).optional()?;
         let (current_version, current) = match current {
             Some(row) => {
                 let entry = entry(row)?;

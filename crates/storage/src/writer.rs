@@ -34,19 +34,24 @@
 //!   nothing, for readiness checks when no request writes.
 //!
 //! Reads do not come here: in WAL mode they run beside the writer on the pool.
+//!
+//! For the server's metrics and traces, [`Writer::queue_depth`] tells how many writes wait,
+//! and a function given to [`Writer::observe_batches`] hears of every committed batch
+//! ([`BatchReport`]: its size, its start and end, and the [`TraceLink`] each write was
+//! submitted with, so a batch's span can point back to the requests it carried).
 
-use crate::db::{DbConn, budget_spent, set_lock_wait, shortens};
+use crate::conn::{DbConn, set_in_batch, transaction_open};
 use crate::error::StoreError;
+use crate::lock_wait::{budget_spent, set_lock_wait, shortens};
 use diesel::RunQueryDsl;
 use diesel::connection::{AnsiTransactionManager, SimpleConnection, TransactionManager};
 use diesel::r2d2::{ConnectionManager, Pool};
 use diesel::sqlite::SqliteConnection;
 use futures_channel::oneshot;
-use std::cell::Cell;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, mpsc};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, mpsc};
 use std::task::{Context, Poll, Wake};
 use std::thread::{JoinHandle, Thread, ThreadId};
 use std::time::{Duration, Instant};
@@ -58,50 +63,6 @@ pub(crate) type WriterPool = Pool<ConnectionManager<SqliteConnection>>;
 /// a busy server in one commit, few enough that a batch holds the lock for well under a
 /// millisecond of statements.
 pub const MAX_BATCH: usize = 128;
-
-thread_local! {
-    static IN_BATCH: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Whether the current thread is running a job of the writer's open batch (then
-/// [`crate::db_write!`] opens a savepoint instead of `BEGIN IMMEDIATE`).
-#[doc(hidden)]
-pub fn in_batch() -> bool {
-    IN_BATCH.with(Cell::get)
-}
-
-/// Runs `body` in a savepoint of the open batch (for [`crate::db_write!`]); an `Err` rolls
-/// the savepoint back. On a full disk or an I/O error SQLite rolls the whole transaction
-/// back by itself, so the savepoint is gone too: then the body's error (the cause) is the
-/// answer, where diesel's own `transaction` would answer with the failed rollback, and the
-/// batch ends with it (see [`Batcher::batch`]).
-#[doc(hidden)]
-pub fn savepoint<T, E>(
-    conn: &mut SqliteConnection,
-    body: impl FnOnce(&mut SqliteConnection) -> Result<T, E>,
-) -> Result<T, E>
-where
-    E: From<diesel::result::Error>,
-{
-    AnsiTransactionManager::begin_transaction(conn)?;
-    match body(conn) {
-        Ok(value) => {
-            AnsiTransactionManager::commit_transaction(conn)?;
-            Ok(value)
-        }
-        Err(error) => match AnsiTransactionManager::rollback_transaction(conn) {
-            Ok(()) => Err(error),
-            Err(_) if !transaction_open(conn) => Err(error),
-            Err(rollback) => Err(rollback.into()),
-        },
-    }
-}
-
-/// Whether diesel sees a transaction open on `conn` (it notices when SQLite ended one by
-/// itself). `is_broken` is exactly that for a pool: an open or failed transaction.
-fn transaction_open(conn: &mut SqliteConnection) -> bool {
-    diesel::r2d2::R2D2Connection::is_broken(conn)
-}
 
 /// `PRAGMA user_version`'s row.
 #[derive(diesel::QueryableByName)]
@@ -117,6 +78,36 @@ pub struct Writer {
     thread: Option<JoinHandle<()>>,
     thread_id: ThreadId,
     healthy: Arc<AtomicBool>,
+    queued: Arc<AtomicUsize>,
+    observer: Arc<OnceLock<BatchObserver>>,
+}
+
+/// Hears of each committed batch (on the writer thread: keep it cheap).
+pub type BatchObserver = Box<dyn Fn(&BatchReport) + Send + Sync>;
+
+/// A committed batch, as [`Writer::observe_batches`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchReport {
+    /// The writes it committed.
+    pub writes: usize,
+    /// When it began (the transaction opened).
+    pub started: std::time::SystemTime,
+    /// When its commit returned.
+    pub finished: std::time::SystemTime,
+    /// The links its writes were submitted with ([`Writer::submit_traced`]).
+    pub links: Vec<TraceLink>,
+}
+
+/// Where a write comes from, in a distributed trace: the W3C ids of its request's span.
+/// Plain data, so the storage layer knows nothing of the tracing library.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TraceLink {
+    /// The trace id.
+    pub trace_id: [u8; 16],
+    /// The span id.
+    pub span_id: [u8; 8],
+    /// Whether the trace is sampled.
+    pub sampled: bool,
 }
 
 impl Writer {
@@ -129,14 +120,36 @@ impl Writer {
     ) -> Result<Self, StoreError> {
         let (jobs, queue) = mpsc::channel();
         let healthy = Arc::new(AtomicBool::new(true));
+        let queued = Arc::new(AtomicUsize::new(0));
+        let observer = Arc::new(OnceLock::new());
         let pool = open();
-        let batcher = Batcher { open, pool, lock_wait, conn: None, queue, healthy: Arc::clone(&healthy) };
+        let batcher = Batcher {
+            open,
+            pool,
+            lock_wait,
+            conn: None,
+            queue,
+            healthy: Arc::clone(&healthy),
+            queued: Arc::clone(&queued),
+            observer: Arc::clone(&observer),
+        };
         let thread = std::thread::Builder::new()
             .name("wpds-sqlite-writer".to_owned())
             .spawn(move || batcher.serve())
             .map_err(|e| StoreError::Internal(format!("cannot start the SQLite writer thread: {e}")))?;
         let thread_id = thread.thread().id();
-        Ok(Writer { jobs: Some(jobs), thread: Some(thread), thread_id, healthy })
+        Ok(Writer { jobs: Some(jobs), thread: Some(thread), thread_id, healthy, queued, observer })
+    }
+
+    /// How many writes are queued and not yet taken into a batch.
+    pub fn queue_depth(&self) -> usize {
+        self.queued.load(Ordering::Relaxed)
+    }
+
+    /// Has `observer` hear the size of every batch that commits from now on. Only the
+    /// first observer given is kept.
+    pub fn observe_batches(&self, observer: BatchObserver) {
+        let _ = self.observer.set(observer);
     }
 
     /// Whether the writer's last attempt to write succeeded (true before the first): false
@@ -177,9 +190,28 @@ impl Writer {
         T: Send + 'static,
         F: FnOnce(&mut DbConn) -> Result<T, StoreError> + Send + 'static,
     {
+        self.submit_traced(deadline, None, work)
+    }
+
+    /// [`Writer::submit`], with the link of the request's span the batch's span points back
+    /// to (see [`BatchReport`]).
+    pub fn submit_traced<T, F>(
+        &self,
+        deadline: Instant,
+        link: Option<TraceLink>,
+        work: F,
+    ) -> impl Future<Output = Result<T, StoreError>> + use<T, F>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut DbConn) -> Result<T, StoreError> + Send + 'static,
+    {
         let (reply, answer) = oneshot::channel();
-        let job: Box<dyn Job> = Box::new(Pending { deadline, work, reply });
+        let job: Box<dyn Job> = Box::new(Pending { deadline, link, work, reply });
+        self.queued.fetch_add(1, Ordering::Relaxed);
         let queued = self.jobs.as_ref().is_some_and(|jobs| jobs.send(job).is_ok());
+        if !queued {
+            self.queued.fetch_sub(1, Ordering::Relaxed);
+        }
         async move {
             if !queued {
                 return Err(StoreError::Unavailable("the SQLite writer has stopped".to_owned()));
@@ -209,6 +241,8 @@ impl Drop for Writer {
 trait Job: Send {
     /// When the request's budget for the database ends.
     fn deadline(&self) -> Instant;
+    /// The request's span, for the batch's.
+    fn link(&self) -> Option<TraceLink>;
     /// Runs the work inside the open batch; its result waits for the commit.
     fn run(self: Box<Self>, conn: &mut DbConn) -> Box<dyn Ran>;
     /// Answers `error` without running the work.
@@ -225,6 +259,7 @@ trait Ran: Send {
 
 struct Pending<T, F> {
     deadline: Instant,
+    link: Option<TraceLink>,
     work: F,
     reply: oneshot::Sender<Result<T, StoreError>>,
 }
@@ -241,6 +276,10 @@ where
 {
     fn deadline(&self) -> Instant {
         self.deadline
+    }
+
+    fn link(&self) -> Option<TraceLink> {
+        self.link
     }
 
     fn run(self: Box<Self>, conn: &mut DbConn) -> Box<dyn Ran> {
@@ -279,12 +318,22 @@ struct Batcher {
     conn: Option<DbConn>,
     queue: mpsc::Receiver<Box<dyn Job>>,
     healthy: Arc<AtomicBool>,
+    queued: Arc<AtomicUsize>,
+    observer: Arc<OnceLock<BatchObserver>>,
 }
 
 impl Batcher {
+    /// The next queued job without waiting, counted out of the queue.
+    fn take_queued(&self) -> Option<Box<dyn Job>> {
+        let job = self.queue.try_recv().ok()?;
+        self.queued.fetch_sub(1, Ordering::Relaxed);
+        Some(job)
+    }
+
     /// Serves batches until every [`Writer`] handle is gone and the queue is empty.
     fn serve(mut self) {
         while let Ok(first) = self.queue.recv() {
+            self.queued.fetch_sub(1, Ordering::Relaxed);
             self.batch(first);
         }
     }
@@ -310,17 +359,20 @@ impl Batcher {
             self.failed(Some(conn), Some(&e));
             return first.refuse(e);
         }
+        let started = std::time::SystemTime::now();
+        let mut links = Vec::new();
         let mut ran: Vec<Box<dyn Ran>> = Vec::new();
         let mut fault = None;
         let mut vanished = false;
-        let queue = &self.queue;
-        IN_BATCH.with(|flag| flag.set(true));
+        let this = &*self;
+        set_in_batch(true);
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             let mut next = Some(first);
             while let Some(job) = next.take() {
                 if job.deadline() <= Instant::now() {
                     job.refuse(budget_spent());
                 } else {
+                    links.extend(job.link());
                     let done = job.run(&mut conn);
                     fault = done.failed_in_database().cloned();
                     ran.push(done);
@@ -330,11 +382,11 @@ impl Batcher {
                     }
                 }
                 if ran.len() < MAX_BATCH {
-                    next = queue.try_recv().ok();
+                    next = this.take_queued();
                 }
             }
         }));
-        IN_BATCH.with(|flag| flag.set(false));
+        set_in_batch(false);
         let panicked = outcome.is_err();
         let committed = if panicked {
             Err(StoreError::Internal("a write panicked; its batch was rolled back".to_owned()))
@@ -358,6 +410,10 @@ impl Batcher {
             (Ok(()), None) => {
                 self.conn = Some(conn);
                 self.succeeded();
+                if let Some(observe) = self.observer.get() {
+                    let finished = std::time::SystemTime::now();
+                    observe(&BatchReport { writes: ran.len(), started, finished, links });
+                }
             }
         }
         for done in ran {

@@ -3,7 +3,6 @@
 
 mod support;
 
-use diesel::pg::PgConnection;
 use diesel::prelude::*;
 use diesel::sql_types::BigInt;
 use serde_json::{Value, json};
@@ -48,26 +47,7 @@ const TABLES: [&str; 26] = [
 /// A database that disappears with the test.
 struct TestDb {
     db: Database,
-    _cleanup: Cleanup,
-}
-
-enum Cleanup {
-    SqliteFile(std::path::PathBuf),
-    PgDatabase { admin_url: String, name: String },
-}
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        match self {
-            Cleanup::SqliteFile(path) => support::remove_sqlite_files(path),
-            Cleanup::PgDatabase { admin_url, name } => {
-                if let Ok(mut admin) = PgConnection::establish(admin_url) {
-                    let _ = diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                        .execute(&mut admin);
-                }
-            }
-        }
-    }
+    _cleanup: support::Cleanup,
 }
 
 fn config(url: String) -> DbConfig {
@@ -76,32 +56,14 @@ fn config(url: String) -> DbConfig {
 
 fn sqlite() -> TestDb {
     let path = std::env::temp_dir().join(format!("wpds-seed-test-{:016x}.db", rand::random::<u64>()));
-    let cleanup = Cleanup::SqliteFile(path.clone());
+    let cleanup = support::Cleanup::SqliteFile(path.clone());
     let db = Database::open(&config(format!("sqlite://{}", path.display()))).expect("open SQLite");
     TestDb { db, _cleanup: cleanup }
 }
 
-/// `postgres://…/postgres` with its database name replaced.
-fn with_database(url: &str, name: &str) -> String {
-    let (base, query) = url.split_once('?').map_or((url, None), |(base, query)| (base, Some(query)));
-    let scheme_end = base.find("://").map_or(0, |at| at + 3);
-    let host_end = base[scheme_end..].find('/').map_or(base.len(), |at| scheme_end + at);
-    let mut out = format!("{}/{name}", &base[..host_end]);
-    if let Some(query) = query {
-        out.push('?');
-        out.push_str(query);
-    }
-    out
-}
-
 fn postgres(admin_url: &str) -> TestDb {
-    let name = format!("wpds_test_{:016x}", rand::random::<u64>());
-    let mut admin = PgConnection::establish(admin_url).expect("connect to TEST_DATABASE_URL");
-    diesel::sql_query(format!("CREATE DATABASE {name}"))
-        .execute(&mut admin)
-        .expect("create the test database");
-    let cleanup = Cleanup::PgDatabase { admin_url: admin_url.to_owned(), name: name.clone() };
-    let db = Database::open(&config(with_database(admin_url, &name))).expect("open PostgreSQL");
+    let (url, cleanup) = support::scratch_postgres(admin_url);
+    let db = Database::open(&config(url)).expect("open PostgreSQL");
     TestDb { db, _cleanup: cleanup }
 }
 

@@ -4,7 +4,7 @@
 //! --pages P [--check-pages C]`:
 //! 1. walks the first `C` pages (20 by default) of
 //!    `GET /v1/workspaces/1/projects/1/sync-updates/commercial-receipts?limit=L` through the
-//!    API, which also makes the server create its cursor secret;
+//!    API;
 //! 2. signs the position of row `C × L` itself, with the format and key the storage crate
 //!    documents (`crates/storage/src/receipts.rs`: `base64url(payload) "." base64url(MAC)`,
 //!    the MAC keyed by the secret in `server_secrets`), and fails unless the result is
@@ -25,8 +25,8 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use std::time::{Duration, Instant};
 use wpds_bench::{Args, PROJECT_ID, WORKSPACE_ID, fail};
-use wpds_storage::receipts::CURSOR_SECRET;
-use wpds_storage::schema::{commercial_receipts as receipts, server_secrets};
+use wpds_storage::schema::commercial_receipts as receipts;
+use wpds_storage::secrets::{self, CURSOR_SIGNING};
 use wpds_storage::{Database, DbConfig, DbConn};
 
 /// The server's page at `url`, as JSON.
@@ -94,13 +94,8 @@ fn main() {
     })
     .unwrap_or_else(|e| fail(&e.to_string()));
     let conn = &mut db.conn().unwrap_or_else(|e| fail(&e.to_string()));
-    let query = server_secrets::table.find(CURSOR_SECRET).select(server_secrets::value);
-    let stored: String = match conn {
-        DbConn::Sqlite(c) => query.first(&mut **c),
-        DbConn::Postgres(c) => query.first(&mut **c),
-    }
-    .unwrap_or_else(|e| fail(&format!("the cursor secret: {e}")));
-    let secret = URL_SAFE_NO_PAD.decode(stored).unwrap_or_else(|e| fail(&e.to_string()));
+    let secret =
+        secrets::read(conn, CURSOR_SIGNING).unwrap_or_else(|e| fail(&format!("the cursor secret: {e}")));
     let (created_at, id) = position(conn, check_pages * limit);
     let signed = sign(&secret, created_at, id);
     if signed != walked {

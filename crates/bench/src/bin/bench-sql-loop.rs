@@ -26,18 +26,19 @@ use diesel::prelude::*;
 use diesel::sqlite::SqliteConnection;
 use std::time::{Duration, Instant};
 use wpds_bench::{Args, CELL_START_VERSION, DataSet, PROJECT_ID, WORKSPACE_ID, fail};
+use wpds_storage::ids::SentId;
 use wpds_storage::schema::time_log_entries as cells;
-use wpds_storage::time_log::{CellWrite, CurrentWrite};
+use wpds_storage::time_log::{CellChange, CurrentWrite};
 
-/// What the repository's `RETURNING` reads (its `CellRow`, in field order).
+/// What the repository's `RETURNING` reads (its `TimeLogCell`, in field order).
 type Row = (i64, i64, String, String, i64, String, bool, i64);
 
 /// The cell write the server's write path makes (note `""`, billable, phase `general`).
-fn cell_write(user: i64, date: &str, version: i64) -> CellWrite {
-    CellWrite {
+fn cell_write(user: i64, date: &str, version: i64) -> CellChange {
+    CellChange {
         workspace_id: WORKSPACE_ID,
         user_id: user,
-        project_id: PROJECT_ID.to_string(),
+        project_id: SentId::Record(PROJECT_ID),
         date: date.to_owned(),
         phase: "general".to_owned(),
         hours: "7.50".to_owned(),

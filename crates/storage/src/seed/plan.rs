@@ -1,281 +1,20 @@
-//! The load plan: the file's records as table rows (ids and timestamps parsed, JSON
-//! sub-objects as text), each with the name of the record it came from, plus the
-//! references between records that are checked before anything is written.
+//! The load plan: the file's records as the tables' rows ([`crate::models`]; ids and
+//! timestamps parsed, JSON sub-objects as text), each with the name of the record it came
+//! from, plus the references between records that are checked before anything is written.
 
 use super::SeedProblem;
 use super::fixture::{self, Fixture};
 use crate::clock::parse_millis;
 use crate::ids;
-use crate::schema::*;
+use crate::models;
 use crate::takeoff::issue_counts;
-use diesel::prelude::*;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 
 /// One row to insert and the record it came from (`documents[3] (id "12")`).
-pub(super) struct Row<T> {
+pub(super) struct Labelled<T> {
     pub label: String,
     pub value: T,
-}
-
-#[derive(Insertable)]
-#[diesel(table_name = users)]
-pub(super) struct UserRow {
-    id: i64,
-    email: String,
-    display_name: String,
-    is_platform_admin: bool,
-}
-
-#[derive(Insertable)]
-#[diesel(table_name = workspaces)]
-pub(super) struct WorkspaceRow {
-    id: i64,
-    name: String,
-}
-
-#[derive(Insertable)]
-#[diesel(table_name = memberships)]
-pub(super) struct MembershipRow {
-    workspace_id: i64,
-    user_id: i64,
-}
-
-#[derive(Insertable)]
-#[diesel(table_name = projects)]
-pub(super) struct ProjectRow {
-    id: i64,
-    workspace_id: i64,
-    name: String,
-}
-
-#[derive(Insertable)]
-#[diesel(table_name = project_areas)]
-pub(super) struct AreaRow {
-    id: i64,
-    project_id: i64,
-    name: String,
-}
-
-#[derive(Insertable)]
-#[diesel(table_name = document_types)]
-pub(super) struct DocumentTypeRow {
-    id: i64,
-    workspace_id: i64,
-    name: String,
-    scope: String,
-}
-
-#[derive(Insertable)]
-#[diesel(table_name = documents)]
-pub(super) struct DocumentRow {
-    id: i64,
-    workspace_id: i64,
-    project_id: Option<i64>,
-    company_id: Option<i64>,
-    scope: String,
-    type_id: Option<i64>,
-    source: String,
-    status: String,
-    name: String,
-    notes: String,
-    is_confidential: bool,
-    phases: String,
-    item_ids: String,
-    external_url: Option<String>,
-    original_filename: Option<String>,
-    mime_type: Option<String>,
-    size_bytes: Option<i64>,
-    created_by: Option<i64>,
-    created_at: i64,
-    updated_at: i64,
-    version: i64,
-}
-
-#[derive(Insertable)]
-#[diesel(table_name = catalog_families)]
-pub(super) struct FamilyRow {
-    id: i64,
-    workspace_id: i64,
-    parent_family_id: Option<i64>,
-    name: String,
-    description: String,
-    brand: String,
-    model_number: String,
-    finish: String,
-    material: String,
-    lead_time: String,
-    notes: String,
-    primary_item_id: Option<i64>,
-    primary_item_version: Option<i64>,
-    primary_family_source_id: Option<i64>,
-    primary_family_source_version: Option<i64>,
-    primary_item_source_id: Option<i64>,
-    primary_item_source_version: Option<i64>,
-    version: i64,
-}
-
-#[derive(Insertable)]
-#[diesel(table_name = project_items)]
-pub(super) struct ProjectItemRow {
-    id: i64,
-    project_id: i64,
-    family_id: i64,
-    name: String,
-}
-
-#[derive(Insertable)]
-#[diesel(table_name = assistant_imports)]
-pub(super) struct ImportRow {
-    id: i64,
-    workspace_id: i64,
-    kind: String,
-    status: String,
-    target_kind: String,
-    target_project_id: i64,
-    version: i64,
-    analysis_revision: i64,
-    conversation: String,
-    document: String,
-    progress: String,
-    takeoff: String,
-    source_selection: String,
-    column_mappings: String,
-    value_mappings: String,
-    review_draft: String,
-    publish_result: String,
-    source_snapshot: String,
-    blocking_issues: i64,
-    warning_issues: i64,
-    publishable: bool,
-    created_at: i64,
-    updated_at: i64,
-}
-
-#[derive(Insertable)]
-#[diesel(table_name = global_companies)]
-pub(super) struct GlobalCompanyRow {
-    id: i64,
-    name: String,
-    primary_type: String,
-    legal_name: String,
-    country: String,
-    aliases: String,
-    domains: String,
-    retired_at: Option<i64>,
-}
-
-#[derive(Insertable)]
-#[diesel(table_name = categories)]
-pub(super) struct CategoryRow {
-    id: i64,
-    workspace_id: i64,
-    name: String,
-    code: Option<String>,
-    revision: i64,
-}
-
-#[derive(Insertable)]
-#[diesel(table_name = product_types)]
-pub(super) struct ProductTypeRow {
-    id: i64,
-    workspace_id: i64,
-    category_id: i64,
-    name: String,
-    code: Option<String>,
-}
-
-#[derive(Insertable)]
-#[diesel(table_name = item_columns)]
-pub(super) struct ItemColumnRow {
-    id: i64,
-    workspace_id: i64,
-    name: String,
-}
-
-#[derive(Insertable)]
-#[diesel(table_name = product_type_columns)]
-pub(super) struct ProductTypeColumnRow {
-    product_type_id: i64,
-    item_column_id: i64,
-    is_active: bool,
-}
-
-#[derive(Insertable)]
-#[diesel(table_name = contact_companies)]
-pub(super) struct ContactCompanyRow {
-    id: i64,
-    workspace_id: i64,
-    name: String,
-    tags: String,
-    status: String,
-    primary_person_id: Option<i64>,
-}
-
-#[derive(Insertable)]
-#[diesel(table_name = contact_persons)]
-pub(super) struct ContactPersonRow {
-    id: i64,
-    company_id: i64,
-    first_name: String,
-    last_name: String,
-    email: String,
-}
-
-#[derive(Insertable)]
-#[diesel(table_name = company_links)]
-pub(super) struct CompanyLinkRow {
-    id: i64,
-    workspace_id: i64,
-    main_company_id: i64,
-    rep_company_id: i64,
-    main_person_id: i64,
-    rep_person_id: i64,
-    status: String,
-    created_at: i64,
-}
-
-#[derive(Insertable)]
-#[diesel(table_name = commercial_receipts)]
-pub(super) struct ReceiptRow {
-    id: i64,
-    workspace_id: i64,
-    project_id: i64,
-    project_item_id: i64,
-    project_item_name: String,
-    family_id: i64,
-    family_name: String,
-    primary_image_url: String,
-    actor_name: String,
-    outcome: String,
-    fields: String,
-    release: String,
-    created_at: i64,
-}
-
-#[derive(Insertable)]
-#[diesel(table_name = credit_allowances)]
-pub(super) struct CreditAllowanceRow {
-    workspace_id: i64,
-    user_id: i64,
-    cycle: String,
-    used_credits: i64,
-}
-
-#[derive(Insertable)]
-#[diesel(table_name = time_log_entries)]
-pub(super) struct TimeLogRow {
-    id: i64,
-    workspace_id: i64,
-    user_id: i64,
-    project_id: i64,
-    entry_date: String,
-    phase: String,
-    hours_centi: i64,
-    note: String,
-    billable: bool,
-    version: i64,
-    updated_at: i64,
 }
 
 /// A record another record names, and what it must be like.
@@ -393,27 +132,27 @@ pub(super) struct Wanted {
 /// Everything the file asks to insert, in dependency order, with its references.
 #[derive(Default)]
 pub(super) struct Plan {
-    pub users: Vec<Row<UserRow>>,
-    pub workspaces: Vec<Row<WorkspaceRow>>,
-    pub memberships: Vec<Row<MembershipRow>>,
-    pub projects: Vec<Row<ProjectRow>>,
-    pub project_areas: Vec<Row<AreaRow>>,
-    pub document_types: Vec<Row<DocumentTypeRow>>,
-    pub catalog_families: Vec<Row<FamilyRow>>,
-    pub project_items: Vec<Row<ProjectItemRow>>,
-    pub documents: Vec<Row<DocumentRow>>,
-    pub assistant_imports: Vec<Row<ImportRow>>,
-    pub global_companies: Vec<Row<GlobalCompanyRow>>,
-    pub categories: Vec<Row<CategoryRow>>,
-    pub product_types: Vec<Row<ProductTypeRow>>,
-    pub item_columns: Vec<Row<ItemColumnRow>>,
-    pub product_type_columns: Vec<Row<ProductTypeColumnRow>>,
-    pub contact_companies: Vec<Row<ContactCompanyRow>>,
-    pub contact_persons: Vec<Row<ContactPersonRow>>,
-    pub company_links: Vec<Row<CompanyLinkRow>>,
-    pub commercial_receipts: Vec<Row<ReceiptRow>>,
-    pub credit_allowances: Vec<Row<CreditAllowanceRow>>,
-    pub time_log_entries: Vec<Row<TimeLogRow>>,
+    pub users: Vec<Labelled<models::User>>,
+    pub workspaces: Vec<Labelled<models::Workspace>>,
+    pub memberships: Vec<Labelled<models::Membership>>,
+    pub projects: Vec<Labelled<models::Project>>,
+    pub project_areas: Vec<Labelled<models::ProjectArea>>,
+    pub document_types: Vec<Labelled<models::DocumentType>>,
+    pub catalog_families: Vec<Labelled<models::CatalogFamily>>,
+    pub project_items: Vec<Labelled<models::ProjectItem>>,
+    pub documents: Vec<Labelled<models::Document>>,
+    pub assistant_imports: Vec<Labelled<models::AssistantImport>>,
+    pub global_companies: Vec<Labelled<models::GlobalCompany>>,
+    pub categories: Vec<Labelled<models::Category>>,
+    pub product_types: Vec<Labelled<models::ProductType>>,
+    pub item_columns: Vec<Labelled<models::ItemColumn>>,
+    pub product_type_columns: Vec<Labelled<models::ProductTypeColumn>>,
+    pub contact_companies: Vec<Labelled<models::ContactCompany>>,
+    pub contact_persons: Vec<Labelled<models::ContactPerson>>,
+    pub company_links: Vec<Labelled<models::CompanyLink>>,
+    pub commercial_receipts: Vec<Labelled<models::CommercialReceipt>>,
+    pub credit_allowances: Vec<Labelled<models::CreditAllowance>>,
+    pub time_log_entries: Vec<Labelled<models::TimeLogEntry>>,
     /// What the file itself defines.
     file: Known,
     /// Position of each family in `catalogFamilies`.
@@ -476,6 +215,16 @@ impl Builder {
         }
     }
 
+    fn value(&mut self, label: &str, pointer: &str, value: &impl serde::Serialize) -> Value {
+        match serde_json::to_value(value) {
+            Ok(value) => value,
+            Err(e) => {
+                self.problem(label, pointer, format!("cannot be stored as JSON: {e}"));
+                Value::Null
+            }
+        }
+    }
+
     fn json(&mut self, label: &str, pointer: &str, value: &impl serde::Serialize) -> String {
         match serde_json::to_string(value) {
             Ok(text) => text,
@@ -516,23 +265,23 @@ impl Plan {
             cells: HashMap::new(),
             now,
         };
-        users(&mut b, fixture.users);
-        workspaces(&mut b, fixture.workspaces);
-        projects(&mut b, fixture.projects);
-        document_types(&mut b, fixture.document_types);
-        catalog_families(&mut b, fixture.catalog_families);
-        project_items(&mut b, fixture.project_items);
-        documents(&mut b, fixture.documents);
-        assistant_imports(&mut b, fixture.assistant_imports);
-        global_companies(&mut b, fixture.global_companies);
-        categories(&mut b, fixture.categories);
-        item_columns(&mut b, fixture.item_columns);
-        product_type_columns(&mut b, fixture.product_type_columns);
-        contact_companies(&mut b, fixture.contact_companies);
-        company_links(&mut b, fixture.company_links);
-        commercial_receipts(&mut b, fixture.commercial_receipts);
-        credit_allowances(&mut b, fixture.credit_allowances);
-        time_log_entries(&mut b, fixture.time_log_entries);
+        users(&mut b, fixture.users.unwrap_or_default());
+        workspaces(&mut b, fixture.workspaces.unwrap_or_default());
+        projects(&mut b, fixture.projects.unwrap_or_default());
+        document_types(&mut b, fixture.document_types.unwrap_or_default());
+        catalog_families(&mut b, fixture.catalog_families.unwrap_or_default());
+        project_items(&mut b, fixture.project_items.unwrap_or_default());
+        documents(&mut b, fixture.documents.unwrap_or_default());
+        assistant_imports(&mut b, fixture.assistant_imports.unwrap_or_default());
+        global_companies(&mut b, fixture.global_companies.unwrap_or_default());
+        categories(&mut b, fixture.categories.unwrap_or_default());
+        item_columns(&mut b, fixture.item_columns.unwrap_or_default());
+        product_type_columns(&mut b, fixture.product_type_columns.unwrap_or_default());
+        contact_companies(&mut b, fixture.contact_companies.unwrap_or_default());
+        company_links(&mut b, fixture.company_links.unwrap_or_default());
+        commercial_receipts(&mut b, fixture.commercial_receipts.unwrap_or_default());
+        credit_allowances(&mut b, fixture.credit_allowances.unwrap_or_default());
+        time_log_entries(&mut b, fixture.time_log_entries.unwrap_or_default());
         if b.problems.is_empty() { Ok(b.plan) } else { Err(b.problems) }
     }
 
@@ -717,13 +466,13 @@ fn users(b: &mut Builder, list: Vec<fixture::User>) {
         let id = b.id(&label, &format!("{at}/id"), &user.id);
         b.unique("users", id.to_string(), &format!("user {id}"), &label, &format!("{at}/id"));
         b.plan.file.users.insert(id);
-        let value = UserRow {
+        let value = models::User {
             id,
             email: user.email,
             display_name: user.display_name,
-            is_platform_admin: user.platform_admin,
+            is_platform_admin: user.platform_admin.unwrap_or(false),
         };
-        b.plan.users.push(Row { label, value });
+        b.plan.users.push(Labelled { label, value });
     }
 }
 
@@ -739,11 +488,12 @@ fn workspaces(b: &mut Builder, list: Vec<fixture::Workspace>) {
             let user = b.id(&label, &pointer, member);
             b.refer(&label, &pointer, Target::User(user));
             let member_label = format!("workspaces[{i}].memberIds[{j}] (user \"{member}\")");
-            b.plan
-                .memberships
-                .push(Row { label: member_label, value: MembershipRow { workspace_id: id, user_id: user } });
+            b.plan.memberships.push(Labelled {
+                label: member_label,
+                value: models::Membership { workspace_id: id, user_id: user },
+            });
         }
-        b.plan.workspaces.push(Row { label, value: WorkspaceRow { id, name: workspace.name } });
+        b.plan.workspaces.push(Labelled { label, value: models::Workspace { id, name: workspace.name } });
     }
 }
 
@@ -763,14 +513,15 @@ fn projects(b: &mut Builder, list: Vec<fixture::Project>) {
             let area_id = b.id(&label, &pointer, &area.id);
             b.unique("project_areas", area_id.to_string(), &format!("area {area_id}"), &label, &pointer);
             let area_label = format!("projects[{i}].areas[{j}] (id \"{}\")", area.id);
-            b.plan.project_areas.push(Row {
+            b.plan.project_areas.push(Labelled {
                 label: area_label,
-                value: AreaRow { id: area_id, project_id: id, name: area.name },
+                value: models::ProjectArea { id: area_id, project_id: id, name: area.name },
             });
         }
-        b.plan
-            .projects
-            .push(Row { label, value: ProjectRow { id, workspace_id: workspace, name: project.name } });
+        b.plan.projects.push(Labelled {
+            label,
+            value: models::Project { id, workspace_id: workspace, name: project.name },
+        });
     }
 }
 
@@ -788,9 +539,10 @@ fn document_types(b: &mut Builder, list: Vec<fixture::DocumentType>) {
         );
         let workspace = b.id(&label, &format!("{at}/workspaceId"), &kind.workspace_id);
         b.refer(&label, &format!("{at}/workspaceId"), Target::Workspace(workspace));
-        b.plan.file.document_types.insert(id, (workspace, kind.scope.clone()));
-        let value = DocumentTypeRow { id, workspace_id: workspace, name: kind.name, scope: kind.scope };
-        b.plan.document_types.push(Row { label, value });
+        let scope = kind.scope.as_str().to_owned();
+        b.plan.file.document_types.insert(id, (workspace, scope.clone()));
+        let value = models::DocumentType { id, workspace_id: workspace, name: kind.name, scope };
+        b.plan.document_types.push(Labelled { label, value });
     }
 }
 
@@ -824,7 +576,7 @@ fn catalog_families(b: &mut Builder, list: Vec<fixture::CatalogFamily>) {
             pair("primaryFamilySource", family.primary_family_source);
         let (primary_item_source_id, primary_item_source_version) =
             pair("primaryItemSource", family.primary_item_source);
-        let value = FamilyRow {
+        let value = models::CatalogFamily {
             id,
             workspace_id: workspace,
             parent_family_id: parent,
@@ -844,7 +596,7 @@ fn catalog_families(b: &mut Builder, list: Vec<fixture::CatalogFamily>) {
             primary_item_source_version,
             version: family.version,
         };
-        b.plan.catalog_families.push(Row { label, value });
+        b.plan.catalog_families.push(Labelled { label, value });
     }
 }
 
@@ -858,8 +610,8 @@ fn project_items(b: &mut Builder, list: Vec<fixture::ProjectItem>) {
         let family = b.id(&label, &format!("{at}/familyId"), &item.family_id);
         b.refer(&label, &format!("{at}/projectId"), Target::Project { id: project, workspace: None });
         b.refer(&label, &format!("{at}/familyId"), Target::FamilyOfProject { id: family, project });
-        let value = ProjectItemRow { id, project_id: project, family_id: family, name: item.name };
-        b.plan.project_items.push(Row { label, value });
+        let value = models::ProjectItem { id, project_id: project, family_id: family, name: item.name };
+        b.plan.project_items.push(Labelled { label, value });
     }
 }
 
@@ -882,22 +634,23 @@ fn documents(b: &mut Builder, list: Vec<fixture::Document>) {
         let company = b.opt_id(&label, &format!("{at}/companyId"), doc.company_id.as_deref());
         let type_id = b.opt_id(&label, &format!("{at}/typeId"), doc.type_id.as_deref());
         if let Some(type_id) = type_id {
-            let target = Target::DocumentType { id: type_id, workspace, scope: doc.scope.clone() };
+            let target =
+                Target::DocumentType { id: type_id, workspace, scope: doc.scope.as_str().to_owned() };
             b.refer(&label, &format!("{at}/typeId"), target);
         }
         let created_by = b.opt_id(&label, &format!("{at}/createdBy"), doc.created_by.as_deref());
         for (j, item) in doc.item_ids.iter().enumerate() {
             b.id(&label, &format!("{at}/itemIds/{j}"), item);
         }
-        let value = DocumentRow {
+        let value = models::Document {
             id,
             workspace_id: workspace,
             project_id: project,
             company_id: company,
-            scope: doc.scope,
+            scope: doc.scope.as_str().to_owned(),
             type_id,
-            source: doc.source,
-            status: doc.status,
+            source: doc.source.as_str().to_owned(),
+            status: doc.status.as_str().to_owned(),
             name: doc.name,
             notes: doc.notes,
             is_confidential: doc.is_confidential,
@@ -912,7 +665,7 @@ fn documents(b: &mut Builder, list: Vec<fixture::Document>) {
             updated_at: b.millis(&label, &format!("{at}/updatedAt"), &doc.updated_at),
             version: doc.version,
         };
-        b.plan.documents.push(Row { label, value });
+        b.plan.documents.push(Labelled { label, value });
     }
 }
 
@@ -936,19 +689,22 @@ fn assistant_imports(b: &mut Builder, list: Vec<fixture::AssistantImport>) {
             &format!("{at}/target/projectId"),
             Target::Project { id: project, workspace: Some(workspace) },
         );
-        let value = ImportRow {
+        // Stored as text, and kept as a value to count its issues once the target
+        // project's areas are known.
+        let takeoff = b.value(&label, &format!("{at}/takeoff"), &import.takeoff);
+        let value = models::AssistantImport {
             id,
             workspace_id: workspace,
-            kind: import.kind,
-            status: import.status,
-            target_kind: import.target.kind,
+            kind: import.kind.as_str().to_owned(),
+            status: import.status.as_str().to_owned(),
+            target_kind: import.target.kind.as_str().to_owned(),
             target_project_id: project,
             version: import.version,
             analysis_revision: import.analysis_revision,
             conversation: b.json(&label, &format!("{at}/conversation"), &import.conversation),
             document: b.json(&label, &format!("{at}/document"), &import.document),
             progress: b.json(&label, &format!("{at}/progress"), &import.progress),
-            takeoff: b.json(&label, &format!("{at}/takeoff"), &import.takeoff),
+            takeoff: takeoff.to_string(),
             source_selection: b.json(&label, &format!("{at}/sourceSelection"), &import.source_selection),
             column_mappings: b.json(&label, &format!("{at}/columnMappings"), &import.column_mappings),
             value_mappings: b.json(&label, &format!("{at}/valueMappings"), &import.value_mappings),
@@ -961,8 +717,8 @@ fn assistant_imports(b: &mut Builder, list: Vec<fixture::AssistantImport>) {
             created_at: b.millis(&label, &format!("{at}/createdAt"), &import.created_at),
             updated_at: b.millis(&label, &format!("{at}/updatedAt"), &import.updated_at),
         };
-        b.plan.assistant_imports.push(Row { label, value });
-        b.plan.takeoffs.push(import.takeoff);
+        b.plan.assistant_imports.push(Labelled { label, value });
+        b.plan.takeoffs.push(takeoff);
     }
 }
 
@@ -980,7 +736,7 @@ fn global_companies(b: &mut Builder, list: Vec<fixture::GlobalCompany>) {
         );
         let retired_at =
             company.retired_at.as_deref().map(|text| b.millis(&label, &format!("{at}/retiredAt"), text));
-        let value = GlobalCompanyRow {
+        let value = models::GlobalCompany {
             id,
             name: company.name,
             primary_type: company.primary_type,
@@ -990,7 +746,7 @@ fn global_companies(b: &mut Builder, list: Vec<fixture::GlobalCompany>) {
             domains: b.json(&label, &format!("{at}/domains"), &company.domains),
             retired_at,
         };
-        b.plan.global_companies.push(Row { label, value });
+        b.plan.global_companies.push(Labelled { label, value });
     }
 }
 
@@ -1032,23 +788,23 @@ fn categories(b: &mut Builder, list: Vec<fixture::Category>) {
             }
             b.plan.file.product_types.insert(type_id, workspace);
             let type_label = format!("categories[{i}].productTypes[{j}] (id \"{}\")", kind.id);
-            let value = ProductTypeRow {
+            let value = models::ProductType {
                 id: type_id,
                 workspace_id: workspace,
                 category_id: id,
                 name: kind.name,
                 code: kind.code,
             };
-            b.plan.product_types.push(Row { label: type_label, value });
+            b.plan.product_types.push(Labelled { label: type_label, value });
         }
-        let value = CategoryRow {
+        let value = models::Category {
             id,
             workspace_id: workspace,
             name: category.name,
             code: category.code,
             revision: category.revision,
         };
-        b.plan.categories.push(Row { label, value });
+        b.plan.categories.push(Labelled { label, value });
     }
 }
 
@@ -1061,9 +817,10 @@ fn item_columns(b: &mut Builder, list: Vec<fixture::ItemColumn>) {
         let workspace = b.id(&label, &format!("{at}/workspaceId"), &column.workspace_id);
         b.refer(&label, &format!("{at}/workspaceId"), Target::Workspace(workspace));
         b.plan.file.item_columns.insert(id, workspace);
-        b.plan
-            .item_columns
-            .push(Row { label, value: ItemColumnRow { id, workspace_id: workspace, name: column.name } });
+        b.plan.item_columns.push(Labelled {
+            label,
+            value: models::ItemColumn { id, workspace_id: workspace, name: column.name },
+        });
     }
 }
 
@@ -1079,12 +836,12 @@ fn product_type_columns(b: &mut Builder, list: Vec<fixture::ProductTypeColumn>) 
         b.refer(&label, &format!("{at}/productTypeId"), Target::ProductType(product_type));
         let target = Target::ColumnOfProductType { id: column, product_type };
         b.refer(&label, &format!("{at}/itemColumnId"), target);
-        let value = ProductTypeColumnRow {
+        let value = models::ProductTypeColumn {
             product_type_id: product_type,
             item_column_id: column,
             is_active: entry.is_active,
         };
-        b.plan.product_type_columns.push(Row { label, value });
+        b.plan.product_type_columns.push(Labelled { label, value });
     }
 }
 
@@ -1115,21 +872,21 @@ fn contact_companies(b: &mut Builder, list: Vec<fixture::ContactCompany>) {
             );
             b.plan.file.persons.insert(person_id, id);
             let person_label = format!("contactCompanies[{i}].persons[{j}] (id \"{}\")", person.id);
-            let value = ContactPersonRow {
+            let value = models::ContactPerson {
                 id: person_id,
                 company_id: id,
                 first_name: person.first_name,
                 last_name: person.last_name,
                 email: person.email,
             };
-            b.plan.contact_persons.push(Row { label: person_label, value });
+            b.plan.contact_persons.push(Labelled { label: person_label, value });
         }
         let primary =
             b.opt_id(&label, &format!("{at}/primaryPersonId"), company.primary_person_id.as_deref());
         if let Some(primary) = primary {
             b.refer(&label, &format!("{at}/primaryPersonId"), Target::Person { id: primary, company: id });
         }
-        let value = ContactCompanyRow {
+        let value = models::ContactCompany {
             id,
             workspace_id: workspace,
             name: company.name,
@@ -1137,7 +894,7 @@ fn contact_companies(b: &mut Builder, list: Vec<fixture::ContactCompany>) {
             status: company.status,
             primary_person_id: primary,
         };
-        b.plan.contact_companies.push(Row { label, value });
+        b.plan.contact_companies.push(Labelled { label, value });
     }
 }
 
@@ -1157,17 +914,17 @@ fn company_links(b: &mut Builder, list: Vec<fixture::CompanyLink>) {
         b.refer(&label, &format!("{at}/repCompanyId"), Target::Company { id: rep, workspace });
         b.refer(&label, &format!("{at}/mainPersonId"), Target::Person { id: main_person, company: main });
         b.refer(&label, &format!("{at}/repPersonId"), Target::Person { id: rep_person, company: rep });
-        let value = CompanyLinkRow {
+        let value = models::CompanyLink {
             id,
             workspace_id: workspace,
             main_company_id: main,
             rep_company_id: rep,
             main_person_id: main_person,
             rep_person_id: rep_person,
-            status: link.status,
+            status: link.status.as_str().to_owned(),
             created_at: b.millis(&label, &format!("{at}/createdAt"), &link.created_at),
         };
-        b.plan.company_links.push(Row { label, value });
+        b.plan.company_links.push(Labelled { label, value });
     }
 }
 
@@ -1191,7 +948,7 @@ fn commercial_receipts(b: &mut Builder, list: Vec<fixture::CommercialReceipt>) {
             &format!("{at}/projectId"),
             Target::Project { id: project, workspace: Some(workspace) },
         );
-        let value = ReceiptRow {
+        let value = models::CommercialReceipt {
             id,
             workspace_id: workspace,
             project_id: project,
@@ -1201,12 +958,12 @@ fn commercial_receipts(b: &mut Builder, list: Vec<fixture::CommercialReceipt>) {
             family_name: receipt.family_name,
             primary_image_url: receipt.primary_image_url,
             actor_name: receipt.actor_name,
-            outcome: receipt.outcome,
+            outcome: receipt.outcome.as_str().to_owned(),
             fields: b.json(&label, &format!("{at}/fields"), &receipt.fields),
             release: b.json(&label, &format!("{at}/release"), &receipt.release),
             created_at: b.millis(&label, &format!("{at}/createdAt"), &receipt.created_at),
         };
-        b.plan.commercial_receipts.push(Row { label, value });
+        b.plan.commercial_receipts.push(Labelled { label, value });
     }
 }
 
@@ -1221,13 +978,13 @@ fn credit_allowances(b: &mut Builder, list: Vec<fixture::CreditAllowance>) {
         b.unique("credit_allowances", key, &shown, &label, &at);
         b.refer(&label, &format!("{at}/workspaceId"), Target::Workspace(workspace));
         b.refer(&label, &format!("{at}/userId"), Target::User(user));
-        let value = CreditAllowanceRow {
+        let value = models::CreditAllowance {
             workspace_id: workspace,
             user_id: user,
             cycle: allowance.cycle,
             used_credits: allowance.used_credits,
         };
-        b.plan.credit_allowances.push(Row { label, value });
+        b.plan.credit_allowances.push(Labelled { label, value });
     }
 }
 
@@ -1272,7 +1029,7 @@ fn time_log_entries(b: &mut Builder, list: Vec<fixture::TimeLogEntry>) {
                 0
             }
         };
-        let cell = (user, project, entry.date.clone(), entry.phase.clone());
+        let cell = (user, project, entry.date.clone(), entry.phase.as_str().to_owned());
         if let Some(first) = b.cells.get(&cell) {
             let message = format!(
                 "the cell (user {user}, project {project}, {}, {}) is already written by {first}",
@@ -1282,20 +1039,20 @@ fn time_log_entries(b: &mut Builder, list: Vec<fixture::TimeLogEntry>) {
         } else {
             b.cells.insert(cell, label.clone());
         }
-        let value = TimeLogRow {
+        let value = models::TimeLogEntry {
             id,
             workspace_id: workspace,
             user_id: user,
             project_id: project,
             entry_date: entry.date,
-            phase: entry.phase,
+            phase: entry.phase.as_str().to_owned(),
             hours_centi: hours,
             note: entry.note,
             billable: entry.billable,
             version: entry.version,
             updated_at: b.now,
         };
-        b.plan.time_log_entries.push(Row { label, value });
+        b.plan.time_log_entries.push(Labelled { label, value });
     }
 }
 

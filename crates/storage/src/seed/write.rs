@@ -2,7 +2,7 @@
 //! database, inserts every row with `ON CONFLICT DO NOTHING` and, on PostgreSQL, moves
 //! each identity sequence past the ids the file brought.
 
-use super::plan::{Known, Plan, Row};
+use super::plan::{Known, Labelled, Plan};
 use super::{SeedError, SeedReport};
 use crate::db::DbConn;
 use crate::db_write;
@@ -81,7 +81,7 @@ macro_rules! lookup {
 /// the database refuses fails the whole load, naming its record.
 macro_rules! insert_rows {
     ($conn:ident, $report:ident, $kind:expr, $table:expr, $rows:expr) => {{
-        let rows: &[Row<_>] = &$rows;
+        let rows: &[Labelled<_>] = &$rows;
         for row in rows {
             let inserted = diesel::insert_into($table)
                 .values(&row.value)

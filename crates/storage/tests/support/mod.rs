@@ -1,6 +1,62 @@
-//! What the storage crate's test files share.
+//! What the storage crate's test files share: scratch databases that disappear with the
+//! test.
 
+#![allow(dead_code)] // each test file uses part of it
+
+use diesel::pg::PgConnection;
+use diesel::prelude::*;
 use std::path::Path;
+
+/// A scratch database's name or file, removed when dropped.
+pub enum Cleanup {
+    /// A SQLite file (and its WAL and shared memory).
+    SqliteFile(std::path::PathBuf),
+    /// A PostgreSQL database of the server `admin_url` names.
+    PgDatabase {
+        /// The server's URL (its own database).
+        admin_url: String,
+        /// The scratch database.
+        name: String,
+    },
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        match self {
+            Cleanup::SqliteFile(path) => remove_sqlite_files(path),
+            Cleanup::PgDatabase { admin_url, name } => {
+                if let Ok(mut admin) = PgConnection::establish(admin_url) {
+                    let _ = diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                        .execute(&mut admin);
+                }
+            }
+        }
+    }
+}
+
+/// `postgres://…/postgres` with its database name replaced.
+pub fn with_database(url: &str, name: &str) -> String {
+    let (base, query) = url.split_once('?').map_or((url, None), |(base, query)| (base, Some(query)));
+    let scheme_end = base.find("://").map_or(0, |at| at + 3);
+    let host_end = base[scheme_end..].find('/').map_or(base.len(), |at| scheme_end + at);
+    let mut out = format!("{}/{name}", &base[..host_end]);
+    if let Some(query) = query {
+        out.push('?');
+        out.push_str(query);
+    }
+    out
+}
+
+/// Creates an empty PostgreSQL database on the server `admin_url` names: its URL, and
+/// what drops it.
+pub fn scratch_postgres(admin_url: &str) -> (String, Cleanup) {
+    let name = format!("wpds_test_{:016x}", rand::random::<u64>());
+    let mut admin = PgConnection::establish(admin_url).expect("connect to TEST_DATABASE_URL");
+    diesel::sql_query(format!("CREATE DATABASE {name}"))
+        .execute(&mut admin)
+        .expect("create the test database");
+    (with_database(admin_url, &name), Cleanup::PgDatabase { admin_url: admin_url.to_owned(), name })
+}
 
 /// Removes a SQLite database file and its WAL and shared-memory files, whichever exist.
 pub fn remove_sqlite_files(path: &Path) {

@@ -1,7 +1,7 @@
 //! A catalogue of deliberate changes to the released 1.0.0 document
 //! (`openapi/released/1.0.0.yaml`): [`KINDS`], one per kind of break the gate must catch,
 //! and [`COMPATIBLE`], changes it must let through. The compatibility tests
-//! (`crates/codegen/tests/compatibility.rs`) and `scripts/check-breaking-changes --self-test`
+//! (`crates/compat/tests/compatibility.rs`) and `scripts/check-breaking-changes --self-test`
 //! apply each to a scratch copy and assert that the gate refuses every break, accepts it
 //! once `info.version` gets a new major version, and accepts every compatible change.
 //!

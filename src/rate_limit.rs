@@ -15,8 +15,6 @@
 //! - When the shared counters cannot be reached the request is let through and the log says
 //!   so: a limiter must not turn a database hiccup into an outage of its own.
 
-use actix_web::HttpRequest;
-use actix_web::http::header::HeaderName;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Mutex;
@@ -31,10 +29,10 @@ pub const WINDOW_SECS: i64 = 60;
 /// (and the log says so), so the counters' memory stays bounded.
 const MAX_KEYS: usize = 100_000;
 
-/// The `RateLimit-Policy` field.
-pub const POLICY_HEADER: HeaderName = HeaderName::from_static("ratelimit-policy");
-/// The `RateLimit` field.
-pub const STANDING_HEADER: HeaderName = HeaderName::from_static("ratelimit");
+/// The `RateLimit-Policy` field's name.
+pub const POLICY_HEADER: &str = "ratelimit-policy";
+/// The `RateLimit` field's name.
+pub const STANDING_HEADER: &str = "ratelimit";
 
 /// What a request counts against.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -84,7 +82,7 @@ impl Standing {
     }
 
     /// The `RateLimit-Policy` and `RateLimit` fields.
-    pub fn headers(&self) -> [(HeaderName, String); 2] {
+    pub fn headers(&self) -> [(&'static str, String); 2] {
         let remaining = u64::from(self.limit).saturating_sub(self.hits);
         [
             (POLICY_HEADER, format!("\"{}\";q={};w={WINDOW_SECS}", self.policy, self.limit)),
@@ -188,21 +186,18 @@ impl RateLimiter {
         Standing { policy: subject.policy(), limit: self.per_minute, hits, reset }
     }
 
-    /// The address `req` counts against: the peer, or behind a trusted proxy the nearest
-    /// `X-Forwarded-For` address that is not a trusted proxy.
-    pub fn client_address(&self, req: &HttpRequest) -> Option<IpAddr> {
-        let peer = req.peer_addr()?.ip();
+    /// The address a request from `peer` counts against: the peer, or behind a trusted
+    /// proxy the nearest address of its `X-Forwarded-For` fields (`forwarded_for`, in the
+    /// order received) that is not a trusted proxy.
+    pub fn client_address<'a>(&self, peer: IpAddr, forwarded_for: impl Iterator<Item = &'a str>) -> IpAddr {
         if !self.trusted_proxies.contains(&peer) {
-            return Some(peer);
+            return peer;
         }
-        let forwarded = req
-            .headers()
-            .get_all("x-forwarded-for")
-            .filter_map(|v| v.to_str().ok())
+        let forwarded = forwarded_for
             .flat_map(|v| v.split(','))
             .filter_map(|a| a.trim().parse::<IpAddr>().ok())
             .collect::<Vec<_>>();
-        Some(forwarded.into_iter().rev().find(|a| !self.trusted_proxies.contains(a)).unwrap_or(peer))
+        forwarded.into_iter().rev().find(|a| !self.trusted_proxies.contains(a)).unwrap_or(peer)
     }
 }
 

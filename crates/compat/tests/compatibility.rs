@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use wpds_codegen::compat::{self, breaks};
+use wpds_compat::{self as compat, breaks};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -30,14 +30,14 @@ fn releases() -> Vec<(String, PathBuf)> {
 
 /// The frozen 1.0.0 document, the base of every deliberate change.
 fn release_1_0_0() -> Value {
-    wpds_codegen::load_document(&repo().join("openapi/released/1.0.0.yaml"))
+    wpds_document::load_document(&repo().join("openapi/released/1.0.0.yaml"))
 }
 
 #[test]
 fn the_current_document_does_not_break_clients_of_the_last_release() {
     let (version, path) = releases().pop().expect("at least one released document");
-    let released = wpds_codegen::load_document(&path);
-    let current = wpds_codegen::load_document(&repo().join("openapi/openapi.yaml"));
+    let released = wpds_document::load_document(&path);
+    let current = wpds_document::load_document(&repo().join("openapi/openapi.yaml"));
     let verdict = compat::version_gate(&released, &current).expect("comparable versions");
     let listed: Vec<String> = verdict.breaks.iter().map(ToString::to_string).collect();
     assert!(
@@ -52,7 +52,7 @@ fn the_current_document_does_not_break_clients_of_the_last_release() {
 #[test]
 fn every_released_document_declares_the_version_of_its_file_name() {
     for (version, path) in releases() {
-        let doc = wpds_codegen::load_document(&path);
+        let doc = wpds_document::load_document(&path);
         assert_eq!(doc["info"]["version"], json!(version), "{}", path.display());
     }
 }
@@ -184,5 +184,30 @@ fn semantic_versions_are_read_strictly() {
 fn rendered_yaml_reads_back_unchanged() {
     let doc = release_1_0_0();
     let text = yaml_serde::to_string(&doc).expect("renders");
-    assert_eq!(wpds_codegen::parse_document(&text).expect("parses"), doc);
+    assert_eq!(wpds_document::parse_document(&text).expect("parses"), doc);
+}
+
+#[test]
+fn naming_the_role_of_a_bearer_requirement_is_documentation_and_changing_it_a_break() {
+    let doc = |roles: Value, scheme: Value| {
+        json!({
+            "openapi": "3.1.0", "info": {"title": "t", "version": "1.0.0"},
+            "paths": {"/x": {"get": {
+                "security": [{"auth": roles}],
+                "responses": {"200": {"description": "ok"}}
+            }}},
+            "components": {"securitySchemes": {"auth": scheme}}
+        })
+    };
+    let bearer = json!({"type": "http", "scheme": "bearer"});
+    let oauth = json!({"type": "oauth2", "flows": {}});
+    // Bearer roles are not sent by the client: naming the one the server checks is fine.
+    let unnamed = doc(json!([]), bearer.clone());
+    assert_eq!(compat::breaking_changes(&unnamed, &doc(json!(["member"]), bearer.clone())), vec![]);
+    // Once named, another role is a change of who may call.
+    let member = doc(json!(["member"]), bearer.clone());
+    assert_eq!(compat::breaking_changes(&member, &doc(json!(["admin"]), bearer)).len(), 1);
+    // OAuth scopes are requested by the client: a new one is a break even where none was.
+    let scopeless = doc(json!([]), oauth.clone());
+    assert_eq!(compat::breaking_changes(&scopeless, &doc(json!(["read"]), oauth)).len(), 1);
 }

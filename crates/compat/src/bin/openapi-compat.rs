@@ -1,12 +1,12 @@
 //! `openapi-compat`: the breaking-change gate between a released contract document and the
-//! current one (see `wpds_codegen::compat`), used by `scripts/check-breaking-changes`.
+//! current one (see `wpds_compat`), used by `scripts/check-breaking-changes`.
 //!
 //! ```text
 //! openapi-compat check RELEASED CURRENT
 //!     Lists the changes of CURRENT that break clients of RELEASED. Exit 0 when there is
 //!     none or CURRENT raises the major info.version, 1 when there are breaks, 2 on error.
 //! openapi-compat kinds
-//!     Lists the catalogue of deliberate changes (`wpds_codegen::compat::breaks`), one a
+//!     Lists the catalogue of deliberate changes (`wpds_compat::breaks`), one a
 //!     line, tab-separated: NAME, break|compatible, what Optic does (refuses|accepts),
 //!     DESCRIPTION.
 //! openapi-compat break KIND|all SOURCE OUT [VERSION]
@@ -16,11 +16,11 @@
 
 use std::path::Path;
 use std::process::ExitCode;
-use wpds_codegen::compat::{self, breaks};
+use wpds_compat::{self as compat, breaks};
 
 fn load(path: &str) -> Result<serde_json::Value, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
-    wpds_codegen::parse_document(&text).map_err(|e| format!("{path}: {e}"))
+    wpds_document::parse_document(&text).map_err(|e| format!("{path}: {e}"))
 }
 
 fn check(released_path: &str, current_path: &str) -> Result<ExitCode, String> {

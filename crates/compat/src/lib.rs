@@ -1,4 +1,13 @@
-//! Backward compatibility between a released contract document and the current one.
+//! The breaking-change gate: backward compatibility between a released contract document
+//! and the current one. `scripts/check-breaking-changes` runs it through the
+//! `openapi-compat` binary of this crate; `cargo test` runs it in `tests/compatibility.rs`.
+//!
+//! Rules:
+//! - A checking tool, never part of the service: neither the server nor the contract crate
+//!   depends on it (`scripts/check-layering` checks this). It reads documents through
+//!   `wpds-document` and depends on no other crate of this workspace.
+//! - When in doubt, a change is reported: a false alarm costs a person a look, a missed
+//!   break costs every client written against the release.
 //!
 //! [`breaking_changes`] lists every change of the current document that can break a client
 //! written against the released one. It walks the operations, not the components, because
@@ -33,6 +42,7 @@
 //!
 //! [`version_gate`] decides whether the breaks are allowed: only when the current
 //! `info.version` has a higher major version than the released one (semantic versioning).
+//! [`breaks`] is the catalogue of deliberate changes the gate is tested against.
 
 pub mod breaks;
 
@@ -282,7 +292,7 @@ fn operations(doc: &Value) -> BTreeMap<(String, String), Operation<'_>> {
     let mut found = BTreeMap::new();
     let Some(paths) = doc.get("paths").and_then(Value::as_object) else { return found };
     for (path, item) in paths {
-        let item = crate::deref(doc, item);
+        let item = wpds_document::deref(doc, item);
         for method in METHODS {
             if let Some(op) = item.get(method) {
                 let key = (normalize_path(path), method.to_owned());
@@ -319,7 +329,7 @@ fn parameters<'a>(doc: &'a Value, op: &Operation<'a>) -> BTreeMap<String, (&'a V
                 Some(reference) => reference.to_owned(),
                 None => format!("{base}/parameters/{i}"),
             };
-            let parameter = crate::deref(doc, parameter);
+            let parameter = wpds_document::deref(doc, parameter);
             let location = parameter.get("in").and_then(Value::as_str).unwrap_or_default();
             let name = parameter.get("name").and_then(Value::as_str).unwrap_or_default();
             let key = match location {
@@ -344,7 +354,16 @@ fn request_body<'a>(doc: &'a Value, op: &Operation<'a>) -> Option<(&'a Value, St
         .and_then(Value::as_str)
         .map(str::to_owned)
         .unwrap_or_else(|| format!("{}/requestBody", op.pointer));
-    Some((crate::deref(doc, raw), pointer))
+    Some((wpds_document::deref(doc, raw), pointer))
+}
+
+/// Whether `scheme`'s requirement lists are scopes a client requests (oauth2,
+/// openIdConnect) rather than role names the server checks.
+fn carries_scopes(doc: &Value, scheme: &str) -> bool {
+    doc.pointer(&format!("/components/securitySchemes/{}", escape(scheme)))
+        .and_then(|s| s.get("type"))
+        .and_then(Value::as_str)
+        .is_some_and(|t| matches!(t, "oauth2" | "openIdConnect"))
 }
 
 /// The operation's security alternatives: each a map from scheme name to its scopes.
@@ -533,9 +552,16 @@ impl<'a> Walker<'a> {
         let new_alternatives = security(self.new_doc, new.op);
         for alternative in &old_alternatives {
             // A new alternative that asks for no more than this one still lets its clients in.
+            // Role names on a scheme other than oauth2/openIdConnect are not sent by the
+            // client: naming roles where the old document named none documents the server's
+            // existing check (OpenAPI 3.1 allows it; 3.0 renditions strip them). Changing a
+            // named role, or adding one beside others, is a change of who may call.
             let still_accepted = new_alternatives.iter().any(|candidate| {
                 candidate.iter().all(|(scheme, scopes)| {
-                    alternative.get(scheme).is_some_and(|old_scopes| scopes.is_subset(old_scopes))
+                    alternative.get(scheme).is_some_and(|old_scopes| {
+                        scopes.is_subset(old_scopes)
+                            || (old_scopes.is_empty() && !carries_scopes(self.new_doc, scheme))
+                    })
                 })
             });
             if !still_accepted {
@@ -701,8 +727,8 @@ impl<'a> Walker<'a> {
                 continue;
             };
             let new_pointer = ref_or(new_raw, new);
-            let old_response = crate::deref(self.old_doc, old_raw);
-            let new_response = crate::deref(self.new_doc, new_raw);
+            let old_response = wpds_document::deref(self.old_doc, old_raw);
+            let new_response = wpds_document::deref(self.new_doc, new_raw);
             self.headers(&at, old_response, &old_pointer, new_response, &new_pointer);
             self.content(
                 &at,
@@ -733,8 +759,8 @@ impl<'a> Walker<'a> {
                 continue;
             };
             let new_header_pointer = pointer_of(new_raw, new_pointer);
-            let old_header = crate::deref(self.old_doc, old_raw);
-            let new_header = crate::deref(self.new_doc, new_raw);
+            let old_header = wpds_document::deref(self.old_doc, old_raw);
+            let new_header = wpds_document::deref(self.new_doc, new_raw);
             let required = |h: &Value| h.get("required") == Some(&Value::Bool(true));
             if required(old_header) && !required(new_header) {
                 self.report(&at, &old_header_pointer, "response header is no longer always sent");
@@ -761,7 +787,7 @@ impl<'a> Walker<'a> {
                 break;
             }
             pointer = reference.to_owned();
-            schema = crate::resolve(doc, reference);
+            schema = wpds_document::resolve(doc, reference);
         }
         (schema, pointer)
     }
@@ -771,8 +797,8 @@ impl<'a> Walker<'a> {
         if depth > 32 {
             return old == new;
         }
-        let old = crate::deref(self.old_doc, old);
-        let new = crate::deref(self.new_doc, new);
+        let old = wpds_document::deref(self.old_doc, old);
+        let new = wpds_document::deref(self.new_doc, new);
         match (old, new) {
             (Value::Object(a), Value::Object(b)) => {
                 a.len() == b.len()

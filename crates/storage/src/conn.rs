@@ -1,0 +1,111 @@
+//! A database connection of either engine, and how work runs on it: [`crate::db_run!`]
+//! binds the concrete connection, [`crate::db_write!`] wraps work in a write transaction
+//! (a savepoint inside a batch of the SQLite writer, see [`crate::writer`]).
+//!
+//! This module sits below both the pool ([`crate::db`]) and the writer: it knows neither.
+
+use diesel::connection::{AnsiTransactionManager, TransactionManager};
+use diesel::pg::PgConnection;
+use diesel::r2d2::{ConnectionManager, PooledConnection};
+use diesel::sqlite::SqliteConnection;
+use std::cell::Cell;
+
+/// A pooled connection of either engine; use it through [`crate::db_run!`] or
+/// [`crate::db_write!`].
+pub enum DbConn {
+    /// SQLite.
+    Sqlite(PooledConnection<ConnectionManager<SqliteConnection>>),
+    /// PostgreSQL.
+    Postgres(PooledConnection<ConnectionManager<PgConnection>>),
+}
+
+/// Runs `$body` with `$conn` (a `&mut DbConn`) rebound to the concrete connection of the
+/// engine in use. The body is compiled once per engine.
+#[macro_export]
+macro_rules! db_run {
+    ($conn:ident => $body:expr) => {
+        match $conn {
+            $crate::conn::DbConn::Sqlite($conn) => {
+                let $conn: &mut ::diesel::sqlite::SqliteConnection = &mut *$conn;
+                $body
+            }
+            $crate::conn::DbConn::Postgres($conn) => {
+                let $conn: &mut ::diesel::pg::PgConnection = &mut *$conn;
+                $body
+            }
+        }
+    };
+}
+
+/// Runs `$body` in a write transaction (`BEGIN IMMEDIATE` on SQLite, so the writer lock is
+/// taken up front and waits `busy_timeout` instead of failing half-way; a savepoint when
+/// the body runs in a batch of the SQLite [`crate::writer`], which holds the lock already).
+/// `$body` returns `Result<_, StoreError>`; an `Err` rolls back.
+#[macro_export]
+macro_rules! db_write {
+    ($conn:ident => $body:expr) => {
+        match $conn {
+            $crate::conn::DbConn::Sqlite(pooled) => {
+                let concrete: &mut ::diesel::sqlite::SqliteConnection = &mut *pooled;
+                if $crate::conn::in_batch() {
+                    $crate::conn::savepoint(concrete, |$conn: &mut ::diesel::sqlite::SqliteConnection| $body)
+                } else {
+                    concrete.immediate_transaction(|$conn: &mut ::diesel::sqlite::SqliteConnection| $body)
+                }
+            }
+            $crate::conn::DbConn::Postgres(pooled) => {
+                let concrete: &mut ::diesel::pg::PgConnection = &mut *pooled;
+                concrete.transaction(|$conn: &mut ::diesel::pg::PgConnection| $body)
+            }
+        }
+    };
+}
+
+thread_local! {
+    static IN_BATCH: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the current thread is running a job of the writer's open batch (then
+/// [`crate::db_write!`] opens a savepoint instead of `BEGIN IMMEDIATE`).
+#[doc(hidden)]
+pub fn in_batch() -> bool {
+    IN_BATCH.with(Cell::get)
+}
+
+/// Marks the current thread as running (or no longer running) a batch of the writer.
+pub(crate) fn set_in_batch(running: bool) {
+    IN_BATCH.with(|flag| flag.set(running));
+}
+
+/// Runs `body` in a savepoint of the open batch (for [`crate::db_write!`]); an `Err` rolls
+/// the savepoint back. On a full disk or an I/O error SQLite rolls the whole transaction
+/// back by itself, so the savepoint is gone too: then the body's error (the cause) is the
+/// answer, where diesel's own `transaction` would answer with the failed rollback, and the
+/// batch ends with it (see `Batcher::batch` in [`crate::writer`]).
+#[doc(hidden)]
+pub fn savepoint<T, E>(
+    conn: &mut SqliteConnection,
+    body: impl FnOnce(&mut SqliteConnection) -> Result<T, E>,
+) -> Result<T, E>
+where
+    E: From<diesel::result::Error>,
+{
+    AnsiTransactionManager::begin_transaction(conn)?;
+    match body(conn) {
+        Ok(value) => {
+            AnsiTransactionManager::commit_transaction(conn)?;
+            Ok(value)
+        }
+        Err(error) => match AnsiTransactionManager::rollback_transaction(conn) {
+            Ok(()) => Err(error),
+            Err(_) if !transaction_open(conn) => Err(error),
+            Err(rollback) => Err(rollback.into()),
+        },
+    }
+}
+
+/// Whether diesel sees a transaction open on `conn` (it notices when SQLite ended one by
+/// itself). `is_broken` is exactly that for a pool: an open or failed transaction.
+pub(crate) fn transaction_open(conn: &mut SqliteConnection) -> bool {
+    diesel::r2d2::R2D2Connection::is_broken(conn)
+}

@@ -1,0 +1,50 @@
+//! Migrations on PostgreSQL, where several server instances share one database: instances
+//! that start at the same moment on an empty database (a rolling deployment, a scaled-out
+//! service) all come up, the migrations applied once. Runs when `TEST_DATABASE_URL` names
+//! a PostgreSQL server (a SQLite file is served by one process).
+
+mod support;
+
+use std::time::Duration;
+use wpds_storage::{Database, DbConfig};
+
+#[test]
+fn instances_starting_together_on_an_empty_database_all_come_up() {
+    let Some(admin) = std::env::var("TEST_DATABASE_URL").ok().filter(|url| url.starts_with("postgres"))
+    else {
+        eprintln!("skipped: TEST_DATABASE_URL names no PostgreSQL server");
+        return;
+    };
+    for round in 0..3 {
+        // Arrange: an empty database; four instances about to start.
+        let (url, _cleanup) = support::scratch_postgres(&admin);
+        let config = DbConfig {
+            url,
+            pool_size: 1,
+            timeout: Duration::from_secs(5),
+            sqlite_synchronous: Default::default(),
+        };
+        let start = std::sync::Barrier::new(4);
+
+        // Act: all four open (connect and migrate) at once.
+        let outcomes: Vec<Result<Vec<String>, String>> = std::thread::scope(|scope| {
+            let started: Vec<_> = (0..4)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let db = Database::connect(&config).map_err(|e| e.to_string())?;
+                        start.wait();
+                        db.migrate().map_err(|e| e.to_string())
+                    })
+                })
+                .collect();
+            started.into_iter().map(|t| t.join().expect("no panic")).collect()
+        });
+
+        // Assert: every instance came up, and the migrations were applied exactly once.
+        let applied: Vec<usize> = outcomes
+            .iter()
+            .map(|o| o.as_ref().unwrap_or_else(|e| panic!("round {round}: an instance failed: {e}")).len())
+            .collect();
+        assert_eq!(applied.iter().filter(|n| **n > 0).count(), 1, "round {round}: {applied:?}");
+    }
+}

@@ -1,0 +1,238 @@
+"""scripts/check-tracing's checks (see that script): check.py WPDS_BINARY."""
+
+import http.client
+import json
+import os
+import secrets
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RECEIVER = os.path.join(ROOT, "scripts", "otlp", "receiver.py")
+CELLS = "/v1/workspaces/1/time-log/cells"
+RECEIPTS = "/v1/workspaces/1/projects/7/sync-updates/commercial-receipts"
+SERVER, INTERNAL = 2, 1  # OTLP span kinds
+
+
+def fail(message):
+    print(f"check-tracing: FAIL: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(what, seconds, condition):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    fail(f"{what}: not within {seconds} s")
+
+
+class Server:
+    """`wpds serve` on a fresh SQLite database seeded with the demo, with `env`."""
+
+    def __init__(self, binary, workdir, name, env):
+        url = f"sqlite://{workdir}/{name}.sqlite3"
+        base_env = dict(os.environ, DATABASE_URL=url, WPDS_LOG="warn")
+        for key in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+            base_env.pop(key, None)
+        subprocess.run([binary, "seed", os.path.join(ROOT, "fixtures", "demo.json")], env=base_env, check=True, capture_output=True)
+        issued = subprocess.run([binary, "token", "issue", "--user", "5"], env=base_env, check=True, capture_output=True)
+        self.token = json.loads(issued.stdout)["accessToken"]
+        self.port = free_port()
+        self.log = open(os.path.join(workdir, f"{name}.log"), "w")
+        self.process = subprocess.Popen(
+            [binary, "serve"], env=dict(base_env, WPDS_BIND=f"127.0.0.1:{self.port}", **env), stdout=self.log, stderr=self.log
+        )
+        wait_until(f"{name} ready", 30, lambda: self.status("GET", "/readyz") == 200)
+
+    def status(self, method, path):
+        try:
+            return self.request(method, path)[0]
+        except OSError:
+            return None
+
+    def request(self, method, path, body=None, headers=None, connection=None):
+        own = connection is None
+        connection = connection or http.client.HTTPConnection("127.0.0.1", self.port, timeout=15)
+        connection.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers or {})
+        response = connection.getresponse()
+        data = response.read()
+        if own:
+            connection.close()
+        return response.status, dict((k.lower(), v) for k, v in response.getheaders()), data
+
+    def write(self, date, connection=None, extra=None):
+        headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json", **(extra or {})}
+        body = {"projectId": "7", "date": date, "hours": "1", "expectedVersion": 1}
+        return self.request("PUT", CELLS, body, headers, connection)
+
+    def stop(self):
+        self.process.terminate()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        self.log.close()
+
+
+def traceparent():
+    trace, span = secrets.token_hex(16), secrets.token_hex(8)
+    return trace, span, f"00-{trace}-{span}-01"
+
+
+def check_spans(binary, workdir):
+    out = os.path.join(workdir, "spans.jsonl")
+    port = free_port()
+    receiver = subprocess.Popen([sys.executable, RECEIVER, str(port), out])
+    server = Server(binary, workdir, "traced", {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}", "OTEL_BSP_SCHEDULE_DELAY": "100"})
+    try:
+        # A write continuing an incoming trace; its X-Request-Id is the trace's id.
+        trace, parent, header = traceparent()
+        status, headers, _ = server.write("2026-11-09", extra={"traceparent": header})
+        if status != 200 or headers.get("x-request-id") != trace:
+            fail(f"the traced write answered {status}, X-Request-Id {headers.get('x-request-id')} (expected {trace})")
+        # A refusal continuing another: the problem's traceId is that trace's id.
+        trace2, _, header2 = traceparent()
+        status, headers, body = server.request("GET", RECEIPTS, headers={"traceparent": header2})
+        if status != 401 or json.loads(body)["traceId"] != trace2 or headers.get("x-request-id") != trace2:
+            fail(f"the refusal answered {status} {body!r}, expected traceId {trace2}")
+        # Without a traceparent: the server span's own trace id; with an X-Request-Id: that.
+        status, headers, _ = server.write("2026-11-10")
+        own = headers.get("x-request-id", "")
+        if len(own) != 32 or any(c not in "0123456789abcdef" for c in own):
+            fail(f"without traceparent the id is not the span's trace id: {own!r}")
+        status, headers, _ = server.write("2026-11-11", extra={"traceparent": traceparent()[2], "X-Request-Id": "chosen-by-client"})
+        if headers.get("x-request-id") != "chosen-by-client":
+            fail(f"a well-formed X-Request-Id must win: {headers.get('x-request-id')!r}")
+
+        def spans():
+            try:
+                with open(out) as f:
+                    return [json.loads(line) for line in f if line.strip()]
+            except FileNotFoundError:
+                return []
+
+        def of_trace(t):
+            return [s for s in spans() if s["traceId"] == t]
+
+        wait_until("the traced write's spans and the writer's batch span arrive", 20, lambda: len(of_trace(trace)) >= 4 and any(s["name"] == "sqlite writer batch" and any(l["traceId"] == trace for l in s["links"]) for s in spans()))
+        mine = of_trace(trace)
+        roots = [s for s in mine if s["kind"] == SERVER]
+        if len(roots) != 1:
+            fail(f"expected one server span in trace {trace}: {mine}")
+        root = roots[0]
+        expected = {
+            "name": "PUT /v1/workspaces/{workspaceId}/time-log/cells",
+            "parentSpanId": parent,
+            "service": "wpds",
+        }
+        for key, value in expected.items():
+            if root[key] != value:
+                fail(f"server span {key}: {root[key]!r}, expected {value!r}")
+        attributes = {
+            "http.request.method": "PUT",
+            "http.route": "/v1/workspaces/{workspaceId}/time-log/cells",
+            "http.response.status_code": 200,
+            "operationId": "setOwnTimeLogCell",
+            "url.path": CELLS,
+        }
+        for key, value in attributes.items():
+            if root["attributes"].get(key) != value:
+                fail(f"server span attribute {key}: {root['attributes'].get(key)!r}, expected {value!r}")
+        children = [s for s in mine if s["parentSpanId"] == root["spanId"]]
+        names = sorted(s["name"] for s in children)
+        for name in ("authentication", "validation", "database"):
+            if name not in names:
+                fail(f"no {name} span under the server span: {names}")
+        by_id = {s["spanId"]: s for s in mine}
+        for span in mine:
+            if span is root:
+                continue
+            up = by_id.get(span["parentSpanId"])
+            if up is None:
+                fail(f"{span['name']}: its parent is not in the trace")
+            if span["kind"] != INTERNAL or not (up["start"] <= span["start"] <= span["end"] <= up["end"]):
+                fail(f"{span['name']} ({span['start']}..{span['end']}) is not within {up['name']} ({up['start']}..{up['end']})")
+        authentication = next(s for s in children if s["name"] == "authentication")
+        if not any(s["name"] == "database" and s["parentSpanId"] == authentication["spanId"] for s in mine):
+            fail("the token lookup is not a database span under authentication")
+        batch = next(s for s in spans() if s["name"] == "sqlite writer batch" and any(l["traceId"] == trace for l in s["links"]))
+        if {"traceId": trace, "spanId": root["spanId"]} not in batch["links"]:
+            fail(f"the batch span links {batch['links']}, not the server span {root['spanId']}")
+        if batch["attributes"].get("db.operation.batch.size", 0) < 1:
+            fail(f"the batch span's size: {batch['attributes']}")
+        refusal = [s for s in of_trace(trace2) if s["kind"] == SERVER]
+        if not refusal or refusal[0]["attributes"].get("http.response.status_code") != 401:
+            fail(f"the refusal's server span: {refusal}")
+        print(
+            f"check-tracing: spans OK: {len(mine)} spans in the write's trace "
+            f"({', '.join(sorted(s['name'] for s in mine))}), parent {parent} kept, "
+            f"batch span of {batch['attributes']['db.operation.batch.size']} write(s) links back"
+        )
+    finally:
+        server.stop()
+        receiver.terminate()
+
+
+def p99(server, first_day, count):
+    """Sends `count` writes of fresh cells one after another on one connection; their p99 in ms."""
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=15)
+    took = []
+    for i in range(count):
+        day = first_day + i
+        date = time.strftime("%Y-%m-%d", time.gmtime(946684800 + day * 86400))
+        started = time.perf_counter()
+        status, _, _ = server.write(date, connection=connection)
+        took.append((time.perf_counter() - started) * 1000)
+        if status != 200:
+            fail(f"a write answered {status}")
+    connection.close()
+    return statistics.quantiles(took, n=100)[98]
+
+
+def check_black_hole(binary, workdir, rounds=7, count=2000):
+    port = free_port()
+    hole = subprocess.Popen([sys.executable, RECEIVER, str(port), "--black-hole"])
+    off = Server(binary, workdir, "tracing-off", {})
+    on = Server(binary, workdir, "tracing-on", {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}", "OTEL_BSP_SCHEDULE_DELAY": "100"})
+    try:
+        p99(off, 0, 300)  # warm both up
+        p99(on, 0, 300)
+        results = {"off": [], "on": []}
+        for r in range(rounds):
+            day = 1000 + r * count
+            results["off"].append(p99(off, day, count))
+            results["on"].append(p99(on, day, count))
+        off_p99, on_p99 = statistics.median(results["off"]), statistics.median(results["on"])
+        rounds_text = ", ".join(f"{a:.2f}/{b:.2f}" for a, b in zip(results["off"], results["on"]))
+        print(f"check-tracing: black-holed collector: p99 off {off_p99:.3f} ms, on {on_p99:.3f} ms (median of {rounds} rounds of {count} writes; off/on per round: {rounds_text})")
+        if on_p99 > off_p99 * 1.10:
+            fail(f"tracing on with a black-holed collector: p99 {on_p99:.3f} ms is more than 10 % above {off_p99:.3f} ms")
+    finally:
+        off.stop()
+        on.stop()
+        hole.terminate()
+
+
+def main():
+    binary = sys.argv[1]
+    with tempfile.TemporaryDirectory(prefix="wpds-tracing-") as workdir:
+        check_spans(binary, workdir)
+        check_black_hole(binary, workdir)
+    print("check-tracing: OK")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""A small OTLP/HTTP trace receiver for scripts/check-tracing.
+
+    receiver.py PORT OUT.jsonl          decodes every POST /v1/traces (protobuf
+                                        ExportTraceServiceRequest, the published
+                                        opentelemetry-proto package), appends one JSON line
+                                        per span to OUT.jsonl, answers 200 with an empty
+                                        ExportTraceServiceResponse
+    receiver.py PORT --black-hole       accepts connections and never reads or answers them
+                                        (a collector whose network went silent)
+
+Listens on 127.0.0.1 only.
+"""
+
+import http.server
+import json
+import socket
+import sys
+import threading
+import time
+
+
+def attribute_value(value):
+    kind = value.WhichOneof("value")
+    return getattr(value, kind) if kind else None
+
+
+def span_line(resource, span):
+    return {
+        "service": {a.key: attribute_value(a.value) for a in resource.attributes}.get("service.name"),
+        "traceId": span.trace_id.hex(),
+        "spanId": span.span_id.hex(),
+        "parentSpanId": span.parent_span_id.hex(),
+        "name": span.name,
+        "kind": span.kind,
+        "start": span.start_time_unix_nano,
+        "end": span.end_time_unix_nano,
+        "status": span.status.code,
+        "attributes": {a.key: attribute_value(a.value) for a in span.attributes},
+        "links": [{"traceId": l.trace_id.hex(), "spanId": l.span_id.hex()} for l in span.links],
+    }
+
+
+def serve(port, out):
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+
+    lock = threading.Lock()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            if self.path != "/v1/traces" or self.headers.get("Content-Type") != "application/x-protobuf":
+                self.send_error(404 if self.path != "/v1/traces" else 415)
+                return
+            request = trace_service_pb2.ExportTraceServiceRequest()
+            request.ParseFromString(body)
+            lines = [
+                json.dumps(span_line(rs.resource, span))
+                for rs in request.resource_spans
+                for ss in rs.scope_spans
+                for span in ss.spans
+            ]
+            with lock, open(out, "a") as f:
+                f.writelines(line + "\n" for line in lines)
+            answer = trace_service_pb2.ExportTraceServiceResponse().SerializeToString()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-protobuf")
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+        def log_message(self, *args):
+            pass
+
+    http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
+
+
+def black_hole(port):
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind(("127.0.0.1", port))
+    server.listen(64)
+    held = []
+    while True:
+        connection, _ = server.accept()
+        held.append(connection)  # kept open, never read, never answered
+
+
+if __name__ == "__main__":
+    port = int(sys.argv[1])
+    if sys.argv[2] == "--black-hole":
+        black_hole(port)
+    else:
+        serve(port, sys.argv[2])

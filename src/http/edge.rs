@@ -1,0 +1,103 @@
+//! The one middleware every request and response passes through: the request id is
+//! assigned and the response encoding negotiated on the way in; on the way out a bare
+//! error answer becomes a problem, the `X-Request-Id` and security headers are set, the
+//! access line is written ([`access_log`]) and the body is compressed when it is worth it
+//! (see [`compress`]).
+//!
+//! One middleware, not five: each actix-web middleware costs every request a boxed future
+//! and a service call, and these always run together, in this order.
+
+use crate::http::{access_log, compress, problem, request_id, security};
+use crate::telemetry::{self, FutureExt};
+use actix_web::HttpMessage;
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::middleware::Next;
+
+/// What the edge does beyond what it always does.
+#[derive(Clone)]
+pub struct Edge {
+    /// Whether response bodies are compressed (`WPDS_COMPRESSION`).
+    pub compress: bool,
+    /// Whether access lines are written (the log filter lets them through).
+    pub access_log: bool,
+    /// The request metrics, when they are served.
+    pub metrics: Option<std::sync::Arc<crate::metrics::Metrics>>,
+}
+
+impl Edge {
+    /// Middleware: request id in, problem shaping, request id, security headers and
+    /// compression out.
+    pub async fn handle(
+        self,
+        req: ServiceRequest,
+        next: Next<impl MessageBody + 'static>,
+    ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+        let started = std::time::Instant::now();
+        if let Some(metrics) = &self.metrics {
+            metrics.started();
+        }
+        let incoming = telemetry::incoming(req.headers());
+        let method = req.method().clone();
+        let span = telemetry::server_span(method.as_str(), incoming.as_ref());
+        let id = request_id::assign(&req, span.as_ref().or(incoming.as_ref()).map(telemetry::trace_id));
+        let docs = security::is_docs(req.path());
+        let encoding = if self.compress { compress::negotiate(req.request()) } else { None };
+        let answered = match &span {
+            Some(cx) => next.call(req).with_context(cx.clone()).await,
+            None => next.call(req).await,
+        };
+        if let Some(cx) = &span {
+            end_span(cx, method.as_str(), &answered);
+        }
+        if let Some(metrics) = &self.metrics {
+            let (index, status) = match &answered {
+                Ok(response) => (
+                    response.request().extensions().get::<access_log::Routed>().map(|r| r.0.index),
+                    response.status().as_u16(),
+                ),
+                Err(e) => (None, e.as_response_error().status_code().as_u16()),
+            };
+            metrics.answered(index, status, started.elapsed());
+        }
+        let mut response = problem::shape_bare_error(answered?.map_into_boxed_body());
+        let headers = response.headers_mut();
+        request_id::set_header(headers, &id);
+        security::add_headers(headers, docs);
+        if self.access_log {
+            access_log::write(&response, started.elapsed(), &id);
+        }
+        Ok(if self.compress { compress::encode(response, encoding) } else { response })
+    }
+}
+
+/// Ends the request's server span with what its answer tells.
+fn end_span(
+    cx: &opentelemetry::Context,
+    method: &str,
+    answered: &Result<ServiceResponse<impl MessageBody>, actix_web::Error>,
+) {
+    let (request, status) = match answered {
+        Ok(response) => (Some(response.request()), response.status().as_u16()),
+        Err(e) => (None, e.as_response_error().status_code().as_u16()),
+    };
+    let route = request.and_then(|r| r.match_pattern());
+    let operation_id = request.and_then(|r| r.extensions().get::<access_log::Routed>().map(|o| o.0.id));
+    let protocol_version = match request.map(|r| r.version()) {
+        Some(actix_web::http::Version::HTTP_2) => "2",
+        Some(actix_web::http::Version::HTTP_10) => "1.0",
+        _ => "1.1",
+    };
+    telemetry::end_server_span(
+        cx,
+        method,
+        telemetry::Answered {
+            route: route.as_deref(),
+            path: request.map_or("", |r| r.path()),
+            status,
+            operation_id,
+            client: request.and_then(access_log::client_address).map(|a| a.to_string()),
+            protocol_version,
+        },
+    );
+}

@@ -1,0 +1,280 @@
+//! Prometheus metrics, served on their own listener (`WPDS_METRICS_BIND`, off by default)
+//! so they are never exposed with the API.
+//!
+//! | metric | type | labels | what |
+//! |---|---|---|---|
+//! | `wpds_http_requests_total` | counter | `operation_id`, `status_class` | answers given |
+//! | `wpds_http_request_duration_seconds` | histogram | `operation_id`, `status_class` | time to the answer's head |
+//! | `wpds_http_requests_in_flight` | gauge | | requests being served |
+//! | `wpds_db_pool_connections` | gauge | `state` (`idle`, `in_use`) | the pool's open connections |
+//! | `wpds_db_pool_max_connections` | gauge | | the pool's size |
+//! | `wpds_db_pool_wait_seconds` | histogram | | time to get a pooled connection |
+//! | `wpds_sqlite_writer_batch_writes` | histogram | | writes per committed batch (SQLite) |
+//! | `wpds_sqlite_writer_queue_depth` | gauge | | writes waiting for the writer (SQLite) |
+//! | `wpds_auth_cache_lookups_total` | counter | `result` (`hit`, `miss`) | authentication cache lookups |
+//! | `wpds_rate_limit_refusals_total` | counter | `subject` (`user`, `address`) | 429 answers |
+//! | `wpds_unavailable_responses_total` | counter | `cause` (`database`, `body_memory`, `draining`) | 503 answers |
+//! | `wpds_build_info` | gauge (1) | `version`, `contract_version`, `engine` | what runs |
+//! | `process_*` | | | CPU, memory, descriptors (the client library's process collector) |
+//!
+//! `operation_id` is the contract's `operationId`, or `other` for the probes, the documents
+//! and unknown routes; `status_class` is `2xx` … `5xx`. Names and units follow Prometheus's
+//! conventions (`promtool check metrics`). The hot path touches only resolved handles: an
+//! operation's handles for a status class are looked up by label once, at its first
+//! answer of that class (so no series of zeros is exported for classes never answered),
+//! and kept; the pool's and the writer's gauges are read at scrape time.
+
+use prometheus::{
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry, TextEncoder,
+};
+use std::sync::Arc;
+use std::time::Duration;
+use wpds_storage::Database;
+
+/// The status classes, indexed by the status's first digit − 1.
+const CLASSES: [&str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
+
+/// The label of requests that are not an operation of the contract.
+pub const OTHER: &str = "other";
+
+/// Why a request answered 503.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnavailableCause {
+    /// The database could not be reached in time.
+    Database,
+    /// The memory for request bodies was taken.
+    BodyMemory,
+    /// The server was draining for a shutdown (`/readyz`).
+    Draining,
+}
+
+/// One operation's handles, per status class, resolved at first use.
+struct PerOperation {
+    id: &'static str,
+    classes: [std::sync::OnceLock<(IntCounter, Histogram)>; 5],
+}
+
+/// Every metric of the process, and the registry that serves them.
+pub struct Metrics {
+    registry: Registry,
+    /// Per operation (in the order of the operation table), then `other` last.
+    operations: Vec<PerOperation>,
+    requests: IntCounterVec,
+    durations: HistogramVec,
+    in_flight: IntGauge,
+    pool_connections: IntGaugeVec,
+    pool_max: IntGauge,
+    /// Time to get a pooled connection.
+    pub pool_wait: Histogram,
+    writer_queue: IntGauge,
+    writer_batch_writes: Histogram,
+    auth_cache: [IntCounter; 2],
+    refusals: [IntCounter; 2],
+    unavailable: [IntCounter; 3],
+    db: Arc<Database>,
+}
+
+fn registered<T: prometheus::core::Collector + Clone + 'static>(registry: &Registry, metric: T) -> T {
+    registry.register(Box::new(metric.clone())).expect("every metric name is registered once");
+    metric
+}
+
+impl Metrics {
+    /// The metrics of a server over `db` answering the operations `operation_ids` (in the
+    /// order of the operation table); registers the build info and the process collector,
+    /// (the SQLite writer's batches are reported through [`Metrics::batch_committed`]).
+    pub fn new(db: Arc<Database>, operation_ids: &[&'static str]) -> Self {
+        let registry = Registry::new();
+        let requests = registered(
+            &registry,
+            IntCounterVec::new(
+                Opts::new("wpds_http_requests_total", "HTTP answers given, by operation and status class."),
+                &["operation_id", "status_class"],
+            )
+            .expect("a valid metric"),
+        );
+        let durations = registered(
+            &registry,
+            HistogramVec::new(
+                HistogramOpts::new(
+                    "wpds_http_request_duration_seconds",
+                    "Time from a request's arrival to its answer's head, by operation and status class.",
+                )
+                .buckets(vec![
+                    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+                ]),
+                &["operation_id", "status_class"],
+            )
+            .expect("a valid metric"),
+        );
+        let operations = operation_ids
+            .iter()
+            .copied()
+            .chain([OTHER])
+            .map(|id| PerOperation { id, classes: Default::default() })
+            .collect();
+        let in_flight = registered(
+            &registry,
+            IntGauge::new("wpds_http_requests_in_flight", "Requests being served now.")
+                .expect("a valid metric"),
+        );
+        let pool_connections = registered(
+            &registry,
+            IntGaugeVec::new(
+                Opts::new("wpds_db_pool_connections", "The database pool's open connections, by state."),
+                &["state"],
+            )
+            .expect("a valid metric"),
+        );
+        let pool_max = registered(
+            &registry,
+            IntGauge::new("wpds_db_pool_max_connections", "The database pool's size.")
+                .expect("a valid metric"),
+        );
+        let pool_wait = registered(
+            &registry,
+            Histogram::with_opts(
+                HistogramOpts::new(
+                    "wpds_db_pool_wait_seconds",
+                    "Time to get a connection from the database pool.",
+                )
+                .buckets(vec![0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 2.5]),
+            )
+            .expect("a valid metric"),
+        );
+        let writer_queue = registered(
+            &registry,
+            IntGauge::new("wpds_sqlite_writer_queue_depth", "Writes waiting for the SQLite writer thread.")
+                .expect("a valid metric"),
+        );
+        let writer_batch_writes = registered(
+            &registry,
+            Histogram::with_opts(
+                HistogramOpts::new(
+                    "wpds_sqlite_writer_batch_writes",
+                    "Writes per batch the SQLite writer committed.",
+                )
+                .buckets(vec![1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0]),
+            )
+            .expect("a valid metric"),
+        );
+        let counters = |name: &str, help: &str, label: &str, values: &[&str]| -> Vec<IntCounter> {
+            let vec = registered(
+                &registry,
+                IntCounterVec::new(Opts::new(name, help), &[label]).expect("a valid metric"),
+            );
+            values.iter().map(|v| vec.with_label_values(&[v])).collect()
+        };
+        let auth_cache = counters(
+            "wpds_auth_cache_lookups_total",
+            "Lookups of the authentication cache (tokens and memberships), by result.",
+            "result",
+            &["hit", "miss"],
+        );
+        let refusals = counters(
+            "wpds_rate_limit_refusals_total",
+            "Requests refused with 429, by what the limit counts.",
+            "subject",
+            &["user", "address"],
+        );
+        let unavailable = counters(
+            "wpds_unavailable_responses_total",
+            "Answers 503 unavailable, by cause.",
+            "cause",
+            &["database", "body_memory", "draining"],
+        );
+        let build_info = registered(
+            &registry,
+            IntGaugeVec::new(
+                Opts::new(
+                    "wpds_build_info",
+                    "Always 1: the version, the contract's version and the engine running.",
+                ),
+                &["version", "contract_version", "engine"],
+            )
+            .expect("a valid metric"),
+        );
+        let engine = match db.engine() {
+            wpds_storage::Engine::Sqlite => "sqlite",
+            wpds_storage::Engine::Postgres => "postgres",
+        };
+        let contract = wpds_contract::document::parsed()["info"]["version"].as_str().unwrap_or("unknown");
+        build_info.with_label_values(&[env!("CARGO_PKG_VERSION"), contract, engine]).set(1);
+        let _ = registry.register(Box::new(prometheus::process_collector::ProcessCollector::for_self()));
+        let pair = |v: Vec<IntCounter>| -> [IntCounter; 2] { v.try_into().expect("two values") };
+        Metrics {
+            registry,
+            operations,
+            requests,
+            durations,
+            in_flight,
+            pool_connections,
+            pool_max,
+            pool_wait,
+            writer_queue,
+            writer_batch_writes,
+            auth_cache: pair(auth_cache),
+            refusals: pair(refusals),
+            unavailable: unavailable.try_into().expect("three values"),
+            db,
+        }
+    }
+
+    /// The SQLite writer committed a batch of `writes`.
+    pub fn batch_committed(&self, writes: usize) {
+        self.writer_batch_writes.observe(writes as f64);
+    }
+
+    /// A request began.
+    pub fn started(&self) {
+        self.in_flight.inc();
+    }
+
+    /// A request of operation `index` (its place in the operation table; `None` for one
+    /// that is not an operation) answered `status` after `elapsed`.
+    pub fn answered(&self, index: Option<usize>, status: u16, elapsed: Duration) {
+        self.in_flight.dec();
+        let per = index.and_then(|i| self.operations.get(i)).or_else(|| self.operations.last());
+        let class = usize::from(status / 100).clamp(1, 5) - 1;
+        if let Some(per) = per {
+            let (requests, duration) = per.classes[class].get_or_init(|| {
+                let labels = [per.id, CLASSES[class]];
+                (self.requests.with_label_values(&labels), self.durations.with_label_values(&labels))
+            });
+            requests.inc();
+            duration.observe(elapsed.as_secs_f64());
+        }
+    }
+
+    /// An authentication cache lookup found its answer (`hit`) or not.
+    pub fn auth_cache_lookup(&self, hit: bool) {
+        self.auth_cache[usize::from(!hit)].inc();
+    }
+
+    /// A request was refused with 429; `per_user` when it counted against its user.
+    pub fn rate_limited(&self, per_user: bool) {
+        self.refusals[usize::from(!per_user)].inc();
+    }
+
+    /// A request answered 503 for `cause`.
+    pub fn unavailable(&self, cause: UnavailableCause) {
+        self.unavailable[cause as usize].inc();
+    }
+
+    /// Every metric in Prometheus's text format, the gauges read now.
+    pub fn render(&self) -> String {
+        let (open, idle, most) = self.db.pool_state();
+        self.pool_connections.with_label_values(&["idle"]).set(i64::from(idle));
+        self.pool_connections.with_label_values(&["in_use"]).set(i64::from(open.saturating_sub(idle)));
+        self.pool_max.set(i64::from(most));
+        if let Some(writer) = self.db.writer() {
+            self.writer_queue.set(i64::try_from(writer.queue_depth()).unwrap_or(i64::MAX));
+        }
+        let mut out = Vec::new();
+        if let Err(e) = TextEncoder::new().encode(&self.registry.gather(), &mut out) {
+            log::error!("metrics: cannot encode: {e}");
+        }
+        String::from_utf8(out).unwrap_or_default()
+    }
+}

@@ -1,0 +1,75 @@
+//! The published contract: exact YAML bytes, the JSON and 3.0.3 renditions, Swagger UI
+//! and the problem-type pages.
+
+use crate::support::spawn_app;
+use serde_json::Value;
+
+#[test]
+fn the_yaml_document_is_served_byte_for_byte() {
+    let app = spawn_app();
+    let response = app.get("/openapi.yaml");
+    assert_eq!(response.status, 200);
+    assert_eq!(response.header("content-type"), Some("application/yaml"));
+    let file = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/openapi/openapi.yaml")).unwrap();
+    assert_eq!(response.body, file);
+}
+
+#[test]
+fn the_json_rendition_is_the_same_document() {
+    let app = spawn_app();
+    let served = app.get("/openapi.json").json();
+    assert_eq!(served["openapi"], "3.1.0");
+    assert_eq!(served["info"]["version"], "1.0.0");
+    assert_eq!(&served, wpds_contract::document::parsed());
+}
+
+#[test]
+fn the_3_0_rendition_has_no_3_1_only_constructs() {
+    let app = spawn_app();
+    let served = app.get("/openapi-3.0.json").json();
+    assert_eq!(served["openapi"], "3.0.3");
+    let text = served.to_string();
+    assert!(!text.contains("\"const\""), "const is rewritten to enum");
+    assert!(!text.contains("\"null\""), "null types are rewritten to nullable");
+    assert!(served.get("jsonSchemaDialect").is_none());
+    let current = &served["components"]["schemas"]["Problem"]["properties"]["current"];
+    assert_eq!((current["type"].as_str(), current["nullable"].as_bool()), (Some("object"), Some(true)));
+    let paths = served["paths"].as_object().unwrap();
+    assert_eq!(paths.len(), wpds_contract::document::parsed()["paths"].as_object().unwrap().len());
+}
+
+#[test]
+fn swagger_ui_is_served_from_the_vendored_bundle_and_reads_the_document() {
+    let app = spawn_app();
+    let page = app.get("/docs/");
+    assert_eq!(page.status, 200);
+    assert!(page.text().contains("swagger-ui"), "{}", page.text());
+    let init = app.get("/docs/swagger-initializer.js");
+    assert!(init.text().contains("\"/docs/openapi.json\""), "{}", init.text());
+    assert_eq!(app.get("/docs/swagger-ui-bundle.js").status, 200);
+    // The UI's copy of the document: the published one with a relative server, so "Try it
+    // out" calls the page's own origin on any address and port.
+    let ui = app.get("/docs/openapi.json").json();
+    let published = app.get("/openapi.json").json();
+    assert_eq!(
+        ui["servers"],
+        serde_json::json!([{"url": "/", "description": "The server this page came from."}])
+    );
+    assert_eq!(ui["paths"], published["paths"]);
+    assert_eq!(published["servers"][0]["url"], "{baseUrl}", "generators keep the variable");
+    let redirect = app.get("/docs");
+    assert_eq!((redirect.status, redirect.header("location")), (308, Some("/docs/")));
+}
+
+#[test]
+fn every_problem_type_has_a_page() {
+    let app = spawn_app();
+    for kind in wpds_contract::problem::ProblemCode::ALL {
+        let page = app.get(&format!("/problems/{kind}"));
+        assert_eq!(page.status, 200, "{kind}");
+        assert!(page.text().contains(kind.title()));
+    }
+    let missing = app.get("/problems/no_such_problem");
+    assert_eq!(missing.status, 404);
+    assert_eq!(missing.json()["code"], Value::from("not_found"));
+}

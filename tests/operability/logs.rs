@@ -1,0 +1,62 @@
+//! `WPDS_LOG_FORMAT=json`: one JSON object per line, the access line's fields (trace id,
+//! operation, method, route template, status, duration, client address, user), and never a
+//! token or a body.
+
+use crate::harness::{Seeded, Server, agent, cell, put_cell, wait_until};
+use serde_json::Value;
+use std::time::Duration;
+
+#[test]
+fn json_logs_carry_the_request_fields_and_never_a_token_or_a_body() {
+    // Arrange: a server writing JSON lines.
+    let seeded = Seeded::new();
+    let server =
+        Server::start_with(&seeded.database.url, &[("WPDS_LOG_FORMAT", "json"), ("WPDS_LOG", "info")]);
+
+    // Act: a write with a note only the body holds, and a refused request.
+    let note = "a-note-only-the-body-holds";
+    let written = put_cell(&agent(), &server.base, &seeded.token, &cell("2026-11-02", "2", note, 1))
+        .expect("an answer");
+    assert_eq!(written.status, 200, "{}", written.body);
+    let refused = agent()
+        .get(format!("{}/v1/workspaces/1/projects/7/sync-updates/commercial-receipts", server.base))
+        .header("x-request-id", "trace-for-the-log-test")
+        .call()
+        .expect("an answer");
+    assert_eq!(refused.status(), 401);
+    wait_until("both access lines are written", Duration::from_secs(5), || {
+        server.log_text().matches("\"target\":\"wpds::access\"").count() >= 3
+    });
+
+    // Assert: every line is a JSON object with the common fields.
+    let log = server.log_text();
+    let lines: Vec<Value> = log
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}")))
+        .collect();
+    for line in &lines {
+        for field in ["timestamp", "level", "target", "message"] {
+            assert!(line.get(field).is_some(), "{field} missing: {line}");
+        }
+    }
+    let access: Vec<&Value> = lines.iter().filter(|l| l["target"] == "wpds::access").collect();
+    let write = access.iter().find(|l| l["operationId"] == "setOwnTimeLogCell").expect("the write's line");
+    assert_eq!(write["method"], "PUT");
+    assert_eq!(write["route"], "/v1/workspaces/{workspaceId}/time-log/cells");
+    assert_eq!(write["status"], 200);
+    assert_eq!(write["userId"], 5);
+    assert_eq!(write["clientAddress"], "127.0.0.1");
+    assert!(write["durationMs"].as_f64().is_some_and(|ms| ms >= 0.0), "{write}");
+    assert!(write["traceId"].as_str().is_some_and(|t| !t.is_empty()), "{write}");
+    let refusal = access.iter().find(|l| l["traceId"] == "trace-for-the-log-test").expect("the 401's line");
+    assert_eq!(refusal["status"], 401);
+    assert_eq!(
+        refusal["route"],
+        "/v1/workspaces/{workspaceId}/projects/{projectId}/sync-updates/commercial-receipts"
+    );
+    assert!(refusal.get("userId").is_none(), "no user is known: {refusal}");
+    // Never a token or a body.
+    assert!(!log.contains(&seeded.token), "the token leaked into the log");
+    assert!(!log.contains(note), "the body leaked into the log");
+}
