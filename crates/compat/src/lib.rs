@@ -896,38 +896,31 @@ impl<'a> Walker<'a> {
     }
 
     fn values(&mut self, at: &At, pointer: &str, old: &Value, new: &Value, direction: Direction) {
-        let (old_values, new_values) = (allowed_values(old), allowed_values(new));
-        match direction {
-            Direction::Request => match (old_values, new_values) {
-                (_, None) => {}
-                (None, Some(_)) => self.report(at, pointer, "now restricted to an enum or const"),
-                (Some(old_values), Some(new_values)) => {
-                    let removed: Vec<String> =
-                        old_values.iter().filter(|v| !new_values.contains(v)).map(render).collect();
-                    if !removed.is_empty() {
-                        self.report(
-                            at,
-                            pointer,
-                            format!("enum value(s) no longer accepted: {}", removed.join(", ")),
-                        );
-                    }
+        // A request schema may not drop a value clients send; a response schema may not add
+        // one clients do not expect. Either way: the values one side has and the other lacks.
+        let missing_from = |have: &[Value], of: &[Value]| -> String {
+            of.iter().filter(|v| !have.contains(v)).map(render).collect::<Vec<_>>().join(", ")
+        };
+        match (direction, allowed_values(old), allowed_values(new)) {
+            (Direction::Request, _, None) | (Direction::Response, None, _) => {}
+            (Direction::Request, None, Some(_)) => {
+                self.report(at, pointer, "now restricted to an enum or const")
+            }
+            (Direction::Response, Some(_), None) => {
+                self.report(at, pointer, "no longer restricted to its enum or const")
+            }
+            (Direction::Request, Some(old_values), Some(new_values)) => {
+                let removed = missing_from(&new_values, &old_values);
+                if !removed.is_empty() {
+                    self.report(at, pointer, format!("enum value(s) no longer accepted: {removed}"));
                 }
-            },
-            Direction::Response => match (old_values, new_values) {
-                (None, _) => {}
-                (Some(_), None) => self.report(at, pointer, "no longer restricted to its enum or const"),
-                (Some(old_values), Some(new_values)) => {
-                    let added: Vec<String> =
-                        new_values.iter().filter(|v| !old_values.contains(v)).map(render).collect();
-                    if !added.is_empty() {
-                        self.report(
-                            at,
-                            pointer,
-                            format!("new enum value(s) may be sent: {}", added.join(", ")),
-                        );
-                    }
+            }
+            (Direction::Response, Some(old_values), Some(new_values)) => {
+                let added = missing_from(&old_values, &new_values);
+                if !added.is_empty() {
+                    self.report(at, pointer, format!("new enum value(s) may be sent: {added}"));
                 }
-            },
+            }
         }
         if let (Direction::Request, Some(o), Some(n)) = (direction, old.get("default"), new.get("default"))
             && o != n
