@@ -19,6 +19,7 @@
 //! Spans are exported by the SDK's batch processor, on its own thread, from a bounded
 //! queue: a slow or unreachable collector drops spans, it never holds a request.
 
+use actix_web::http::Method;
 use actix_web::http::header::HeaderMap;
 use opentelemetry::trace::{
     Link, Span, SpanContext, SpanKind, Status, TraceContextExt, Tracer, TracerProvider as _,
@@ -27,6 +28,7 @@ use opentelemetry::{Context, KeyValue};
 use opentelemetry_otlp::WithExportConfig;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
+use std::borrow::Cow;
 use std::future::Future;
 use std::sync::OnceLock;
 use std::time::SystemTime;
@@ -117,49 +119,87 @@ pub fn trace_id(cx: &Context) -> String {
 }
 
 /// A request's server span, started now (when tracing is on), as the child of `parent`
-/// (an incoming `traceparent`) or the root of a new trace.
-pub fn server_span(method: &str, parent: Option<&Context>) -> Option<Context> {
+/// (an incoming `traceparent`) or the root of a new trace. Named after the method until
+/// the route is known ([`end_server_span`]).
+pub fn server_span(method: &Method, parent: Option<&Context>) -> Option<Context> {
     let tracer = tracer()?;
     let parent = parent.cloned().unwrap_or_else(Context::new);
+    let method = method_name(method);
     let span = tracer
-        .span_builder(method.to_owned())
+        .span_builder(method.clone())
         .with_kind(SpanKind::Server)
-        .with_attributes([KeyValue::new("http.request.method", method.to_owned())])
+        .with_attributes([KeyValue::new("http.request.method", method)])
         .start_with_context(tracer, &parent);
     Some(parent.with_span(span))
 }
 
+/// The method's name, without an allocation for the standard methods (a span is made per
+/// request, so what it costs is paid at the request rate).
+fn method_name(method: &Method) -> Cow<'static, str> {
+    Cow::Borrowed(match *method {
+        Method::GET => "GET",
+        Method::PUT => "PUT",
+        Method::POST => "POST",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        _ => return Cow::Owned(method.as_str().to_owned()),
+    })
+}
+
+/// The route a request took, as its server span names it.
+pub enum Route {
+    /// One of the contract's operations: its span name (`{method} {route}`), route
+    /// template and `operationId`, all made once from the document.
+    Operation {
+        /// `{method} {route}`.
+        span_name: &'static str,
+        /// The route template.
+        route: &'static str,
+        /// The `operationId`.
+        operation_id: &'static str,
+    },
+    /// Another route (documents, probes): its template as the router matched it.
+    Other(String),
+    /// No route matched: the span keeps the method as its name.
+    Unmatched,
+}
+
 /// What the server span learns once the request is answered.
 pub struct Answered<'a> {
-    /// The route template, if a route matched.
-    pub route: Option<&'a str>,
+    /// The route the request took.
+    pub route: Route,
     /// The path as requested.
     pub path: &'a str,
     /// The status answered.
     pub status: u16,
-    /// The operation, for the contract's operations.
-    pub operation_id: Option<&'static str>,
     /// The client's address.
-    pub client: Option<String>,
+    pub client: Option<std::net::IpAddr>,
     /// The HTTP version (`1.1`).
     pub protocol_version: &'static str,
 }
 
 /// Names the server span `{method} {route}`, records what the answer tells and ends it.
-pub fn end_server_span(cx: &Context, method: &str, answered: Answered<'_>) {
+pub fn end_server_span(cx: &Context, method: &Method, answered: Answered<'_>) {
     let span = cx.span();
-    if let Some(route) = answered.route {
-        span.update_name(format!("{method} {route}"));
-        span.set_attribute(KeyValue::new("http.route", route.to_owned()));
+    match answered.route {
+        Route::Operation { span_name, route, operation_id } => {
+            span.update_name(span_name);
+            span.set_attribute(KeyValue::new("http.route", route));
+            span.set_attribute(KeyValue::new("operationId", operation_id));
+        }
+        Route::Other(route) => {
+            span.update_name(format!("{} {route}", method.as_str()));
+            span.set_attribute(KeyValue::new("http.route", route));
+        }
+        Route::Unmatched => {}
     }
     span.set_attribute(KeyValue::new("url.path", answered.path.to_owned()));
     span.set_attribute(KeyValue::new("http.response.status_code", i64::from(answered.status)));
     span.set_attribute(KeyValue::new("network.protocol.version", answered.protocol_version));
-    if let Some(id) = answered.operation_id {
-        span.set_attribute(KeyValue::new("operationId", id));
-    }
     if let Some(client) = answered.client {
-        span.set_attribute(KeyValue::new("client.address", client));
+        span.set_attribute(KeyValue::new("client.address", client.to_string()));
     }
     if answered.status >= 500 {
         span.set_status(Status::error(format!("answered {}", answered.status)));

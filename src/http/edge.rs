@@ -7,6 +7,7 @@
 //! One middleware, not five: each actix-web middleware costs every request a boxed future
 //! and a service call, and these always run together, in this order.
 
+use crate::http::operation::Operation;
 use crate::http::{access_log, compress, problem, request_id, security};
 use crate::telemetry::{self, FutureExt};
 use actix_web::HttpMessage;
@@ -39,7 +40,7 @@ impl Edge {
         }
         let incoming = telemetry::incoming(req.headers());
         let method = req.method().clone();
-        let span = telemetry::server_span(method.as_str(), incoming.as_ref());
+        let span = telemetry::server_span(&method, incoming.as_ref());
         let id = request_id::assign(&req, span.as_ref().or(incoming.as_ref()).map(telemetry::trace_id));
         let docs = security::is_docs(req.path());
         let encoding = if self.compress { compress::negotiate(req.request()) } else { None };
@@ -47,18 +48,14 @@ impl Edge {
             Some(cx) => next.call(req).with_context(cx.clone()).await,
             None => next.call(req).await,
         };
-        if let Some(cx) = &span {
-            end_span(cx, method.as_str(), &answered);
-        }
-        if let Some(metrics) = &self.metrics {
-            let (index, status) = match &answered {
-                Ok(response) => (
-                    response.request().extensions().get::<access_log::Routed>().map(|r| r.0.index),
-                    response.status().as_u16(),
-                ),
-                Err(e) => (None, e.as_response_error().status_code().as_u16()),
-            };
-            metrics.answered(index, status, started.elapsed());
+        if span.is_some() || self.metrics.is_some() {
+            let answer = Answer::of(&answered);
+            if let Some(cx) = &span {
+                answer.end_span(cx, &method);
+            }
+            if let Some(metrics) = &self.metrics {
+                metrics.answered(answer.operation.map(|op| op.index), answer.status, started.elapsed());
+            }
         }
         let mut response = problem::shape_bare_error(answered?.map_into_boxed_body());
         let headers = response.headers_mut();
@@ -71,33 +68,53 @@ impl Edge {
     }
 }
 
-/// Ends the request's server span with what its answer tells.
-fn end_span(
-    cx: &opentelemetry::Context,
-    method: &str,
-    answered: &Result<ServiceResponse<impl MessageBody>, actix_web::Error>,
-) {
-    let (request, status) = match answered {
-        Ok(response) => (Some(response.request()), response.status().as_u16()),
-        Err(e) => (None, e.as_response_error().status_code().as_u16()),
-    };
-    let route = request.and_then(|r| r.match_pattern());
-    let operation_id = request.and_then(|r| r.extensions().get::<access_log::Routed>().map(|o| o.0.id));
-    let protocol_version = match request.map(|r| r.version()) {
-        Some(actix_web::http::Version::HTTP_2) => "2",
-        Some(actix_web::http::Version::HTTP_10) => "1.0",
-        _ => "1.1",
-    };
-    telemetry::end_server_span(
-        cx,
-        method,
-        telemetry::Answered {
-            route: route.as_deref(),
-            path: request.map_or("", |r| r.path()),
-            status,
-            operation_id,
-            client: request.and_then(access_log::client_address).map(|a| a.to_string()),
-            protocol_version,
-        },
-    );
+/// What the metrics and the server span read of an answer, worked out once.
+struct Answer<'a> {
+    /// The request, unless the pipeline failed before a response was made.
+    request: Option<&'a actix_web::HttpRequest>,
+    /// The status answered.
+    status: u16,
+    /// The contract's operation the request was routed to, if any.
+    operation: Option<&'static Operation>,
+}
+
+impl<'a> Answer<'a> {
+    fn of(answered: &'a Result<ServiceResponse<impl MessageBody>, actix_web::Error>) -> Self {
+        let (request, status) = match answered {
+            Ok(response) => (Some(response.request()), response.status().as_u16()),
+            Err(e) => (None, e.as_response_error().status_code().as_u16()),
+        };
+        let operation =
+            request.and_then(|r| r.extensions().get::<access_log::Routed>().map(|routed| routed.0));
+        Answer { request, status, operation }
+    }
+
+    /// Ends the request's server span with what the answer tells.
+    fn end_span(&self, cx: &opentelemetry::Context, method: &actix_web::http::Method) {
+        let route = match (self.operation, self.request) {
+            (Some(op), _) => {
+                telemetry::Route::Operation { span_name: op.span_name, route: op.path, operation_id: op.id }
+            }
+            (None, Some(request)) => {
+                request.match_pattern().map_or(telemetry::Route::Unmatched, telemetry::Route::Other)
+            }
+            (None, None) => telemetry::Route::Unmatched,
+        };
+        let protocol_version = match self.request.map(|r| r.version()) {
+            Some(actix_web::http::Version::HTTP_2) => "2",
+            Some(actix_web::http::Version::HTTP_10) => "1.0",
+            _ => "1.1",
+        };
+        telemetry::end_server_span(
+            cx,
+            method,
+            telemetry::Answered {
+                route,
+                path: self.request.map_or("", |r| r.path()),
+                status: self.status,
+                client: self.request.and_then(access_log::client_address),
+                protocol_version,
+            },
+        );
+    }
 }

@@ -18,6 +18,9 @@ pub struct Operation {
     pub method: &'static str,
     /// Path template with `{name}` parameters.
     pub path: &'static str,
+    /// The name of a request's server span, `{method} {path}` (the HTTP semantic
+    /// conventions' `{method} {http.route}`), made once here rather than per request.
+    pub span_name: &'static str,
     /// The operation's summary.
     pub summary: &'static str,
     /// The status of its first (lowest) successful answer.

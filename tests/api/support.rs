@@ -357,10 +357,21 @@ impl TestApp {
     /// closes the connection (at most 30 s). The answer is checked against the contract
     /// like every other; the flag says whether the server closed the connection after it.
     pub fn send_raw(&self, head: &str, body: &[u8]) -> (TestResponse, bool) {
+        self.send_raw_within(head, body, std::time::Duration::from_secs(30)).expect("a complete answer head")
+    }
+
+    /// [`TestApp::send_raw`], waiting for the answer at most `wait`: `None` when no complete
+    /// answer head came by then (the request is still being served).
+    pub fn send_raw_within(
+        &self,
+        head: &str,
+        body: &[u8],
+        wait: std::time::Duration,
+    ) -> Option<(TestResponse, bool)> {
         use std::io::{Read, Write};
         let address = self.base.trim_start_matches("http://");
         let mut stream = std::net::TcpStream::connect(address).expect("connect to the server");
-        stream.set_read_timeout(Some(std::time::Duration::from_secs(30))).expect("a read timeout");
+        stream.set_read_timeout(Some(wait)).expect("a read timeout");
         stream.write_all(format!("{head}\r\n\r\n").as_bytes()).expect("the head is sent");
         stream.write_all(body).expect("the body is sent");
         let mut raw = Vec::new();
@@ -369,7 +380,7 @@ impl TestApp {
             Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => true,
             Err(_) => false,
         };
-        let split = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("a complete answer head");
+        let split = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
         let head_text = String::from_utf8_lossy(&raw[..split]).into_owned();
         let mut lines = head_text.split("\r\n");
         let status =
@@ -382,7 +393,7 @@ impl TestApp {
         let method = head.split(' ').next().unwrap_or_default();
         let path = head.split(' ').nth(1).unwrap_or_default();
         check_contract(method, path, &response);
-        (response, closed)
+        Some((response, closed))
     }
 
     /// `GET path`.

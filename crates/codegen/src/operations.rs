@@ -122,10 +122,11 @@ pub fn generate(doc: &Value) -> String {
     for (index, op) in ops.iter().enumerate() {
         let _ = writeln!(
             out,
-            "    Operation {{ index: {index}, id: {}, method: {}, path: {}, summary: {}, success_status: {}, access: Access::{}, has_body: {}, statuses: &{:?} }},",
+            "    Operation {{ index: {index}, id: {}, method: {}, path: {}, span_name: {}, summary: {}, success_status: {}, access: Access::{}, has_body: {}, statuses: &{:?} }},",
             literal(&op.id),
             literal(&op.method),
             literal(&op.path),
+            literal(&format!("{} {}", op.method, op.path)),
             literal(&op.summary),
             op.successes[0].status,
             access(op),
