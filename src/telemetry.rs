@@ -208,7 +208,7 @@ pub fn end_server_span(cx: &Context, method: &Method, answered: Answered<'_>) {
 }
 
 /// `work` in a child span `name` of the current span (with the `attributes` it makes),
-/// when tracing is on; otherwise `work` itself, untouched (no wrapper future, and the
+/// when tracing is on and the current span (if any) is sampled; otherwise `work` itself, untouched (no wrapper future, and the
 /// attributes are not even made).
 pub fn in_span<F: Future>(
     name: &'static str,
@@ -217,6 +217,16 @@ pub fn in_span<F: Future>(
 ) -> futures_util::future::Either<impl Future<Output = F::Output>, F> {
     let Some(tracer) = tracer() else { return futures_util::future::Either::Right(work) };
     let parent = Context::current();
+    // A child of a span that is not sampled would not be sampled either (the samplers are
+    // parent-based) and would never be exported: not even made.
+    let unsampled = {
+        let span = parent.span();
+        let context = span.span_context();
+        context.is_valid() && !context.is_sampled()
+    };
+    if unsampled {
+        return futures_util::future::Either::Right(work);
+    }
     let span = tracer
         .span_builder(name)
         .with_kind(SpanKind::Internal)
@@ -239,13 +249,15 @@ pub fn database_attributes(engine: wpds_storage::Engine, writer: bool) -> Vec<Ke
     vec![KeyValue::new("db.system.name", system), KeyValue::new("wpds.db.sqlite_writer", writer)]
 }
 
-/// The current span, as a link the SQLite writer's batch span can point back to.
+/// The current span, as a link the SQLite writer's batch span can point back to (when it
+/// is sampled).
 pub fn current_link() -> Option<wpds_storage::writer::TraceLink> {
     tracer()?;
     let cx = Context::current();
     let span = cx.span();
     let context = span.span_context();
-    context.is_valid().then(|| wpds_storage::writer::TraceLink {
+    // A link to a span that is not sampled would point at nothing any backend holds.
+    (context.is_valid() && context.is_sampled()).then(|| wpds_storage::writer::TraceLink {
         trace_id: context.trace_id().to_bytes(),
         span_id: context.span_id().to_bytes(),
         sampled: context.is_sampled(),
