@@ -11,6 +11,8 @@
 //! - Every program prints its result as one JSON line on stdout, for the script to read.
 
 use std::collections::HashMap;
+use wpds_storage::ids::SentId;
+use wpds_storage::time_log::CellChange;
 
 /// The workspace every bench record belongs to.
 pub const WORKSPACE_ID: i64 = 1;
@@ -44,6 +46,25 @@ impl DataSet {
         let m = if mp < 10 { mp + 3 } else { mp - 9 };
         let y = yoe + era * 400 + i64::from(m <= 2);
         format!("{y:04}-{m:02}-{d:02}")
+    }
+}
+
+/// What the repository's write `RETURNING` reads (its `TimeLogCell`, in field order).
+pub type WrittenCell = (i64, i64, String, String, i64, String, bool, i64);
+
+/// The cell write the server's write path makes for the bench's requests (hours `7.50`,
+/// note `""`, billable, phase `general`): `user`'s cell on `date`, expected at `version`.
+pub fn cell_write(user: i64, date: &str, version: i64) -> CellChange {
+    CellChange {
+        workspace_id: WORKSPACE_ID,
+        user_id: user,
+        project_id: SentId::Record(PROJECT_ID),
+        date: date.to_owned(),
+        phase: "general".to_owned(),
+        hours: "7.50".to_owned(),
+        expected_version: version,
+        note: String::new(),
+        billable: true,
     }
 }
 

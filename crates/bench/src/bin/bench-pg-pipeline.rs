@@ -17,12 +17,8 @@ use diesel::OptionalExtension;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use wpds_bench::{Args, CELL_START_VERSION, DataSet, PROJECT_ID, WORKSPACE_ID, fail};
-use wpds_storage::ids::SentId;
-use wpds_storage::time_log::{CellChange, CurrentWrite};
-
-/// What the repository's `RETURNING` reads (its `TimeLogCell`, in field order).
-type Row = (i64, i64, String, String, i64, String, bool, i64);
+use wpds_bench::{Args, CELL_START_VERSION, DataSet, PROJECT_ID, WrittenCell, cell_write, fail};
+use wpds_storage::time_log::CurrentWrite;
 
 fn main() {
     let args = Args::parse();
@@ -67,18 +63,8 @@ fn main() {
                         let n = owned.len();
                         let cell = &mut owned[i % n];
                         i += 1;
-                        let write = CellChange {
-                            workspace_id: WORKSPACE_ID,
-                            user_id: cell.0,
-                            project_id: SentId::Record(PROJECT_ID),
-                            date: cell.1.clone(),
-                            phase: "general".to_owned(),
-                            hours: "7.50".to_owned(),
-                            expected_version: cell.2,
-                            note: String::new(),
-                            billable: true,
-                        };
-                        let updated: Option<Row> = CurrentWrite::new(&write, PROJECT_ID, 750)
+                        let write = cell_write(cell.0, &cell.1, cell.2);
+                        let updated: Option<WrittenCell> = CurrentWrite::new(&write, PROJECT_ID, 750)
                             .get_result(&mut &*conn)
                             .await
                             .optional()

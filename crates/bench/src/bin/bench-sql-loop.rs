@@ -25,28 +25,11 @@ use diesel::pg::{Pg, PgConnection};
 use diesel::prelude::*;
 use diesel::sqlite::SqliteConnection;
 use std::time::{Duration, Instant};
-use wpds_bench::{Args, CELL_START_VERSION, DataSet, PROJECT_ID, WORKSPACE_ID, fail};
-use wpds_storage::ids::SentId;
+use wpds_bench::{
+    Args, CELL_START_VERSION, DataSet, PROJECT_ID, WORKSPACE_ID, WrittenCell, cell_write, fail,
+};
 use wpds_storage::schema::time_log_entries as cells;
-use wpds_storage::time_log::{CellChange, CurrentWrite};
-
-/// What the repository's `RETURNING` reads (its `TimeLogCell`, in field order).
-type Row = (i64, i64, String, String, i64, String, bool, i64);
-
-/// The cell write the server's write path makes (note `""`, billable, phase `general`).
-fn cell_write(user: i64, date: &str, version: i64) -> CellChange {
-    CellChange {
-        workspace_id: WORKSPACE_ID,
-        user_id: user,
-        project_id: SentId::Record(PROJECT_ID),
-        date: date.to_owned(),
-        phase: "general".to_owned(),
-        hours: "7.50".to_owned(),
-        expected_version: version,
-        note: String::new(),
-        billable: true,
-    }
-}
+use wpds_storage::time_log::CurrentWrite;
 
 /// One cell a thread owns, with the version it last saw.
 struct Cell {
@@ -77,7 +60,7 @@ macro_rules! drive {
             let cell = &mut owned[i % n];
             i += 1;
             let write = cell_write(cell.user, &cell.date, cell.version);
-            let updated: Option<Row> = CurrentWrite::new(&write, PROJECT_ID, 750)
+            let updated: Option<WrittenCell> = CurrentWrite::new(&write, PROJECT_ID, 750)
                 .get_result(&mut $conn)
                 .optional()
                 .unwrap_or_else(|e| fail(&format!("update: {e}")));
