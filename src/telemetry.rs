@@ -208,8 +208,8 @@ pub fn end_server_span(cx: &Context, method: &Method, answered: Answered<'_>) {
 }
 
 /// `work` in a child span `name` of the current span (with the `attributes` it makes),
-/// when tracing is on and the current span (if any) is sampled; otherwise `work` itself, untouched (no wrapper future, and the
-/// attributes are not even made).
+/// when tracing is on and the current span (if any) is sampled; otherwise `work` itself,
+/// untouched (no wrapper future, and the attributes are not even made).
 pub fn in_span<F: Future>(
     name: &'static str,
     attributes: impl FnOnce() -> Vec<KeyValue>,
@@ -260,7 +260,6 @@ pub fn current_link() -> Option<wpds_storage::writer::TraceLink> {
     (context.is_valid() && context.is_sampled()).then(|| wpds_storage::writer::TraceLink {
         trace_id: context.trace_id().to_bytes(),
         span_id: context.span_id().to_bytes(),
-        sampled: context.is_sampled(),
     })
 }
 
@@ -279,7 +278,7 @@ pub fn record_batch(
             let context = SpanContext::new(
                 opentelemetry::trace::TraceId::from_bytes(link.trace_id),
                 opentelemetry::trace::SpanId::from_bytes(link.span_id),
-                if link.sampled { opentelemetry::trace::TraceFlags::SAMPLED } else { Default::default() },
+                opentelemetry::trace::TraceFlags::SAMPLED,
                 false,
                 Default::default(),
             );

@@ -98,16 +98,15 @@ pub struct BatchReport {
     pub links: Vec<TraceLink>,
 }
 
-/// Where a write comes from, in a distributed trace: the W3C ids of its request's span.
-/// Plain data, so the storage layer knows nothing of the tracing library.
+/// Where a write comes from, in a distributed trace: the W3C ids of its request's span, a
+/// sampled one (a link to a span no backend holds would point at nothing, so none is
+/// made). Plain data, so the storage layer knows nothing of the tracing library.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TraceLink {
     /// The trace id.
     pub trace_id: [u8; 16],
     /// The span id.
     pub span_id: [u8; 8],
-    /// Whether the trace is sampled.
-    pub sampled: bool,
 }
 
 impl Writer {
