@@ -14,7 +14,8 @@ pub struct DatabaseArgs {
     pub database_url: String,
 
     /// Connections in the pool; 0 picks the engine's default (SQLite 4, PostgreSQL 16). On
-    /// SQLite the pool serves reads: writes run on the writer thread's own connection.
+    /// SQLite the pool serves reads: writes run on the writer thread's own connection. On
+    /// PostgreSQL as many again, spread over the workers, carry pipelined single statements.
     #[arg(long, env = "WPDS_DB_POOL_SIZE", default_value_t = 0)]
     pub db_pool_size: u32,
 

@@ -169,7 +169,16 @@ fn serve(mut config: ServeConfig, settings: &[String]) -> Result<(), String> {
     if config.demo {
         config.tokens.access_token_ttl = DEMO_ACCESS_TTL;
     }
-    let db = open(&config.database)?;
+    let mut db = open(&config.database)?;
+    // On PostgreSQL single statements pipeline on shared connections, the pool's size
+    // spread over the workers (each worker drives its own).
+    let workers = wpds::server::worker_count(&config);
+    let pool_size = config.database.db_config().pool_size as usize;
+    if let Err(why) = db.share_statements(pool_size.div_ceil(workers)) {
+        log::warn!(
+            "single statements run on the blocking pool: the database URL is not one tokio-postgres reads as libpq does ({why})"
+        );
+    }
     log::info!(
         "wpds {} (contract {}) on {}; settings not at their default: {}",
         env!("CARGO_PKG_VERSION"),

@@ -55,10 +55,7 @@ pub fn start(
     })
     .shutdown_timeout(config.shutdown_timeout)
     .disable_signals();
-    let workers = match config.workers {
-        0 => std::thread::available_parallelism().map_or(1, usize::from),
-        n => n,
-    };
+    let workers = worker_count(config);
     let pool_size = usize::try_from(config.database.db_config().pool_size).unwrap_or(usize::MAX);
     let connections = connection_cap(workers, pool_size);
     log::info!("accepting at most {connections} connections per worker ({workers} workers)");
@@ -67,6 +64,14 @@ pub fn start(
         .worker_max_blocking_threads(pool_size.div_ceil(workers).max(1))
         .max_connections(connections);
     Ok(server.listen(listener)?.run())
+}
+
+/// The worker threads the server runs: the setting, or one per core when it is 0.
+pub fn worker_count(config: &ServeConfig) -> usize {
+    match config.workers {
+        0 => std::thread::available_parallelism().map_or(1, usize::from),
+        n => n,
+    }
 }
 
 /// Serves `metrics` at `GET /metrics` on `listener`, a listener of its own (never the
@@ -94,7 +99,8 @@ pub fn start_metrics(
 
 /// Descriptors kept for everything but client connections: the listener, each worker's
 /// event loop, log files, and per database connection up to three (SQLite's file, its WAL
-/// and its shared memory), plus a margin.
+/// and its shared memory; on PostgreSQL one per connection, and the shared connections of
+/// single statements are another pool's worth), plus a margin.
 pub fn descriptor_reserve(workers: usize, pool_size: usize) -> u64 {
     64 + 4 * workers as u64 + 3 * (pool_size as u64 + 1)
 }

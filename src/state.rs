@@ -1,6 +1,7 @@
 //! What every request can reach: the database, token lifetimes, the rate limiter, the
 //! authentication cache, and the bridges that keep diesel work off the async threads (the
-//! blocking pool for reads, the SQLite writer thread for writes).
+//! blocking pool for reads, the SQLite writer thread for writes, and on PostgreSQL the
+//! shared connections that single statements pipeline on, awaited without a thread).
 
 use crate::auth_cache::AuthCache;
 use crate::error::ApiError;
@@ -10,7 +11,12 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wpds_storage::auth::TokenLifetimes;
+use wpds_storage::statement::{StatementConn, StatementFuture, ready};
 use wpds_storage::{Database, DbConn, StoreError};
+
+/// One statement's work ([`wpds_storage::statement`]) over its input: a repository's
+/// statement function, boxed (`|conn, input| Box::pin(repo::function(conn, input))`).
+pub type StatementFn<I, T> = for<'c> fn(StatementConn<'c>, &'c I) -> StatementFuture<'c, T>;
 
 /// Shared application state.
 #[derive(Clone)]
@@ -126,6 +132,81 @@ impl AppState {
         })
         .await
         .map_err(ApiError::from)
+    }
+
+    /// Runs `work`, one statement that reads (or writes on its own, in autocommit), over
+    /// `input`: on PostgreSQL awaited on a shared connection of this worker thread,
+    /// pipelined with other requests' statements, within what is left of the request's
+    /// budget (503 `unavailable` when it passes, as [`AppState::run`]); elsewhere like
+    /// [`AppState::run`].
+    pub async fn statement<I, T>(&self, input: I, work: StatementFn<I, T>) -> Result<T, ApiError>
+    where
+        I: Send + Sync + 'static,
+        T: Send + 'static,
+    {
+        match self.db.shared() {
+            Some(_) => self.on_shared(&input, work).await.map_err(ApiError::from),
+            None => self.run(move |conn| ready(work(conn.statement(), &input))).await,
+        }
+    }
+
+    /// Runs a write whose common case is the one statement `first` (which answers `None`
+    /// when it does not apply) and whose other cases `rest` answers in a transaction: on
+    /// SQLite both in one job of the writer thread; on PostgreSQL `first` on a shared
+    /// connection ([`AppState::statement`]), then, only when needed (it did not apply, or
+    /// its row was locked longer than a shared connection waits), `rest` like
+    /// [`AppState::run`]. One budget for both.
+    pub async fn write_first<I, T, R>(
+        &self,
+        input: I,
+        first: StatementFn<I, Option<T>>,
+        rest: R,
+    ) -> Result<T, ApiError>
+    where
+        I: Send + Sync + 'static,
+        T: Send + 'static,
+        R: FnOnce(&mut DbConn, I) -> Result<T, StoreError> + Send + 'static,
+    {
+        if self.db.shared().is_none() {
+            return self
+                .write(move |conn| match ready(first(conn.statement(), &input))? {
+                    Some(done) => Ok(done),
+                    None => rest(conn, input),
+                })
+                .await;
+        }
+        match self.on_shared(&input, first).await {
+            Ok(Some(done)) => return Ok(done),
+            Ok(None) => {}
+            // The row is locked: `rest` waits for it on the blocking pool, within what is
+            // left of the budget, instead of holding up the shared connection.
+            Err(busy) if busy.is_lock_wait() => {}
+            Err(failed) => return Err(failed.into()),
+        }
+        self.write(move |conn| rest(conn, input)).await
+    }
+
+    /// Runs `work` over `input` on a shared PostgreSQL connection within what is left of
+    /// the request's budget. At the deadline the statement is dropped, which takes its
+    /// connection out of use ([`wpds_storage::shared_pg`]).
+    async fn on_shared<I, T>(&self, input: &I, work: StatementFn<I, T>) -> Result<T, StoreError> {
+        let Some(shared) = self.db.shared() else {
+            return Err(StoreError::Internal("no shared connections on this engine".to_owned()));
+        };
+        let engine = self.db.engine();
+        self.within_budget(|budget| async move {
+            let deadline = Instant::now() + budget;
+            let call = crate::telemetry::in_span(
+                "database",
+                || crate::telemetry::database_attributes(engine, false),
+                shared.run(input, work),
+            );
+            match tokio::time::timeout_at(deadline.into(), call).await {
+                Err(_) => Err(deadline_passed()),
+                Ok(result) => result,
+            }
+        })
+        .await
     }
 
     /// Starts `attempt` with what is left of the request's budget for the database (the

@@ -26,6 +26,12 @@ pub async fn set_own_time_log_cell(
         note: body.note.unwrap_or_default(),
         billable: body.billable.unwrap_or(true),
     };
-    let entry = state.write(move |conn| time_log::set_cell(conn, write)).await?;
+    let entry = state
+        .write_first(
+            write,
+            |conn, write| Box::pin(time_log::set_current_cell(conn, write)),
+            time_log::set_cell,
+        )
+        .await?;
     Ok(SetOwnTimeLogCellResponse::Ok(TimeLogCellResult { entry }))
 }

@@ -77,9 +77,8 @@ async fn authenticate(req: &HttpRequest, state: &AppState) -> Result<Caller, Api
     if let Some(caller) = cached {
         return Ok(caller);
     }
-    let lookup = token.clone();
     let caller = state
-        .run(move |conn| wpds_storage::auth::authenticate(conn, &lookup))
+        .statement(token.clone(), |conn, token| Box::pin(wpds_storage::auth::authenticate(conn, token)))
         .await?
         .ok_or_else(|| unauthenticated("The access token is unknown, expired or revoked.", true))?;
     state.auth_cache.remember_caller(&token, caller.clone());
@@ -145,7 +144,11 @@ async fn is_member(state: &AppState, workspace_id: i64, user_id: i64) -> Result<
     if let Some(member) = cached {
         return Ok(member);
     }
-    let member = state.run(move |conn| wpds_storage::auth::is_member(conn, workspace_id, user_id)).await?;
+    let member = state
+        .statement((workspace_id, user_id), |conn, &(workspace, user)| {
+            Box::pin(wpds_storage::auth::is_member(conn, workspace, user))
+        })
+        .await?;
     state.auth_cache.remember_membership(workspace_id, user_id, member);
     Ok(member)
 }

@@ -9,7 +9,8 @@ use crate::clock::now_millis;
 use crate::db::DbConn;
 use crate::error::StoreError;
 use crate::schema::{audit_log, logins, memberships, tokens, users};
-use crate::{db_run, db_write};
+use crate::statement::StatementConn;
+use crate::{db_statement, db_write};
 use base64::Engine as _;
 use diesel::prelude::*;
 use sha2::{Digest, Sha256};
@@ -137,20 +138,23 @@ fn new_pair(lifetimes: TokenLifetimes) -> IssuedPair {
 }
 
 /// The caller an access token stands for, if it is known, unexpired and its login is not
-/// revoked.
-pub fn authenticate(conn: &mut DbConn, access_token: &str) -> Result<Option<Caller>, StoreError> {
+/// revoked. One statement ([`crate::statement`]).
+pub async fn authenticate(conn: StatementConn<'_>, access_token: &str) -> Result<Option<Caller>, StoreError> {
     let hash = hash_token(access_token);
     let now = now_millis();
-    let found: Option<(i64, bool, i64)> = db_run!(conn => tokens::table
-        .inner_join(logins::table)
-        .inner_join(users::table.on(users::id.eq(logins::user_id)))
-        .filter(tokens::token_hash.eq(&hash))
-        .filter(tokens::kind.eq(ACCESS))
-        .filter(tokens::expires_at.gt(now))
-        .filter(logins::revoked_at.is_null())
-        .select((users::id, users::is_platform_admin, tokens::expires_at))
-        .first(conn)
-        .optional())?;
+    let found = db_statement!(
+        conn,
+        tokens::table
+            .inner_join(logins::table)
+            .inner_join(users::table.on(users::id.eq(logins::user_id)))
+            .filter(tokens::token_hash.eq(&hash))
+            .filter(tokens::kind.eq(ACCESS))
+            .filter(tokens::expires_at.gt(now))
+            .filter(logins::revoked_at.is_null())
+            .select((users::id, users::is_platform_admin, tokens::expires_at)),
+        first::<(i64, bool, i64)>
+    )
+    .optional()?;
     Ok(found.map(|(user_id, is_platform_admin, expires_at)| Caller {
         user_id,
         is_platform_admin,
@@ -202,13 +206,17 @@ pub fn refresh(
     })
 }
 
-/// Whether `user_id` is a member of workspace `workspace_id`.
-pub fn is_member(conn: &mut DbConn, workspace_id: i64, user_id: i64) -> Result<bool, StoreError> {
-    let count: i64 = db_run!(conn => memberships::table
-        .filter(memberships::workspace_id.eq(workspace_id))
-        .filter(memberships::user_id.eq(user_id))
-        .count()
-        .get_result(conn))?;
+/// Whether `user_id` is a member of workspace `workspace_id`. One statement
+/// ([`crate::statement`]).
+pub async fn is_member(conn: StatementConn<'_>, workspace_id: i64, user_id: i64) -> Result<bool, StoreError> {
+    let count = db_statement!(
+        conn,
+        memberships::table
+            .filter(memberships::workspace_id.eq(workspace_id))
+            .filter(memberships::user_id.eq(user_id))
+            .count(),
+        get_result::<i64>
+    )?;
     Ok(count > 0)
 }
 

@@ -7,6 +7,9 @@
 //! connection is made directly, so a bad URL or an unreachable server is reported with
 //! its real cause at once instead of after r2d2's retries.
 //!
+//! On PostgreSQL the server also asks for shared connections ([`Database::share_statements`],
+//! [`crate::shared_pg`]) on which single statements pipeline.
+//!
 //! On SQLite a [`Writer`] thread, with a connection of its own, runs the writes the server
 //! hands it ([`Database::writer`]) in batches; the pool serves reads (see
 //! [`crate::writer`]).
@@ -14,6 +17,9 @@
 pub use crate::conn::DbConn;
 use crate::error::StoreError;
 use crate::lock_wait::{budget_spent, set_lock_wait, shortens};
+use crate::network::with_network_timeouts;
+use crate::shared_pg::SharedPg;
+use crate::suspicion::Suspicion;
 use crate::writer::{Writer, WriterPool};
 use diesel::Connection;
 use diesel::connection::SimpleConnection;
@@ -104,16 +110,16 @@ enum Pools {
 pub struct Database {
     pools: Pools,
     engine: Engine,
+    /// The URL as configured.
+    url: String,
     timeout: Duration,
     writer: Option<Writer>,
-    /// Until when checkouts verify a connection before handing it out (see
-    /// [`Database::release`]); `None` while nothing has failed recently.
-    suspect_until: std::sync::Mutex<Option<Instant>>,
+    /// Whether a connection failed recently (see [`Database::release`]).
+    suspicion: Arc<Suspicion>,
+    /// On PostgreSQL, the shared connections single statements pipeline on, once the server
+    /// asked for them ([`Database::share_statements`]).
+    shared: Option<SharedPg>,
 }
-
-/// How long after a connection failed checkouts verify connections first: long enough for
-/// every connection that died in the same outage to be found and replaced.
-const SUSPECT_FOR: Duration = Duration::from_secs(30);
 
 #[derive(Debug)]
 struct SqlitePragmas {
@@ -230,7 +236,15 @@ impl Database {
                 Pools::Postgres(pool)
             }
         };
-        Ok(Database { pools, engine, timeout: config.timeout, writer, suspect_until: Default::default() })
+        Ok(Database {
+            pools,
+            engine,
+            url: config.url.clone(),
+            timeout: config.timeout,
+            writer,
+            suspicion: Default::default(),
+            shared: None,
+        })
     }
 
     /// The SQLite writer thread, through which the server runs its writes; `None` on
@@ -265,7 +279,7 @@ impl Database {
     /// `busy_timeout`, PostgreSQL `lock_timeout`) is shortened to what is left. The flag says
     /// it was shortened: pass the connection to [`Database::restore_lock_wait`] before
     /// returning it to the pool. While the pool is suspect (a connection failed within the
-    /// last [`SUSPECT_FOR`]), each connection is verified with a trivial statement first and
+    /// last 30 s, [`crate::suspicion`]), each connection is verified with a trivial statement first and
     /// a dead one is closed and replaced. `Unavailable` when the budget is spent or no
     /// working connection comes in time.
     pub fn conn_within(&self, budget: Duration) -> Result<(DbConn, bool), StoreError> {
@@ -298,27 +312,36 @@ impl Database {
     /// Hands a connection back after work. One whose work `failed` in the database (it
     /// may be broken), or that finished only after its request had given up (`late`: its
     /// state is not known), is closed instead of going back to the pool, and the pool
-    /// turns suspect for [`SUSPECT_FOR`]: the other connections of an outage are verified
+    /// turns suspect for 30 s ([`crate::suspicion`]): the other connections of an outage are verified
     /// before they are handed out again.
     pub fn release(&self, mut conn: DbConn, failed: bool, late: bool) {
         if failed || late {
             discard(&mut conn);
-            *self.suspect_until.lock().unwrap_or_else(|p| p.into_inner()) =
-                Some(Instant::now() + SUSPECT_FOR);
+            self.suspicion.mark();
         }
     }
 
     /// Whether checkouts verify connections first.
     fn is_suspect(&self) -> bool {
-        let mut until = self.suspect_until.lock().unwrap_or_else(|p| p.into_inner());
-        match *until {
-            Some(at) if at > Instant::now() => true,
-            Some(_) => {
-                *until = None;
-                false
-            }
-            None => false,
+        self.suspicion.is_suspect()
+    }
+
+    /// On PostgreSQL, opens the way for single statements to run on shared, pipelining
+    /// connections ([`crate::shared_pg`]), `per_thread` on each thread that runs them (the
+    /// server's workers). Returns why not when the URL has something tokio-postgres does not
+    /// read as libpq does (then statements keep running on the blocking pool); nothing to do
+    /// on SQLite.
+    pub fn share_statements(&mut self, per_thread: usize) -> Result<(), String> {
+        if self.engine != Engine::Postgres {
+            return Ok(());
         }
+        self.shared = Some(SharedPg::new(&self.url, self.timeout, per_thread, Arc::clone(&self.suspicion))?);
+        Ok(())
+    }
+
+    /// The shared PostgreSQL connections for single statements, when they are in use.
+    pub fn shared(&self) -> Option<&SharedPg> {
+        self.shared.as_ref()
     }
 
     /// Puts a connection's lock wait back to the configured timeout (after
@@ -402,32 +425,6 @@ pub fn discard(conn: &mut DbConn) {
                 .set_in_error()
         }
     }
-}
-
-/// `url` with libpq's network timeouts added, so that a silent network (packets dropped,
-/// no reset) cannot hold a connection's thread without bound, whatever the URL says
-/// (settings the URL already names are kept): `connect_timeout` (at least libpq's minimum,
-/// 2 s), keepalives after 5 s idle every 2 s (dead after 3 unanswered), and
-/// `tcp_user_timeout` (data unacknowledged that long closes the connection) at the request
-/// budget plus 1 s. A request still answers at its deadline without them (the server keeps
-/// it); these free the thread and the connection behind it.
-pub fn with_network_timeouts(url: &str, timeout: Duration) -> String {
-    let settings = [
-        ("connect_timeout", timeout.as_secs().max(2).to_string()),
-        ("keepalives", "1".to_owned()),
-        ("keepalives_idle", "5".to_owned()),
-        ("keepalives_interval", "2".to_owned()),
-        ("keepalives_count", "3".to_owned()),
-        ("tcp_user_timeout", (timeout.as_millis() + 1000).to_string()),
-    ];
-    let query = url.split_once('?').map_or("", |(_, q)| q);
-    let named = |name: &str| query.split('&').any(|pair| pair.split('=').next() == Some(name));
-    let mut out = url.to_owned();
-    for (name, value) in settings.iter().filter(|(name, _)| !named(name)) {
-        out.push(if out.contains('?') { '&' } else { '?' });
-        out.push_str(&format!("{name}={value}"));
-    }
-    out
 }
 
 fn versions(applied: Vec<diesel::migration::MigrationVersion<'_>>) -> Vec<String> {

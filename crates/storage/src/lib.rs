@@ -7,6 +7,10 @@
 //!   [`db_run!`] / [`db_write!`] macros compile each repository body once per engine
 //!   (the vaultwarden pattern), so both keep `ON CONFLICT`, `RETURNING` and their own
 //!   error messages. Each engine has its own migration tree.
+//! - Work that is one autocommit statement is an `async fn` over a
+//!   [`statement::StatementConn`] ([`db_statement!`]): the same function runs on a
+//!   blocking connection of either engine and, on PostgreSQL, on the server's shared,
+//!   pipelining connections ([`shared_pg`]). Work of several statements stays blocking.
 //! - On SQLite the server's writes run on one writer thread, in batches that commit once
 //!   ([`writer`]); a write is answered only after its batch committed.
 //! - Every versioned write checks the expected version and writes in one statement or
@@ -34,12 +38,16 @@ pub mod imports;
 pub mod lock_wait;
 pub mod locks;
 pub(crate) mod models;
+pub mod network;
 pub mod rate_limits;
 pub mod receipts;
 pub mod schema;
 pub mod secrets;
 pub mod seed;
+pub mod shared_pg;
+pub mod statement;
 mod stored;
+mod suspicion;
 pub mod takeoff;
 pub mod time_log;
 pub mod workspaces;

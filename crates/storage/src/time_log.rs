@@ -22,8 +22,9 @@ use crate::error::{StoreError, VersionConflict};
 use crate::ids::{self, SentId};
 use crate::models::TimeLogCell;
 use crate::schema::{projects, time_log_entries as cells};
+use crate::statement::StatementConn;
 use crate::stored::decode;
-use crate::{db_run, db_write};
+use crate::{db_statement, db_write};
 use diesel::backend::Backend;
 use diesel::prelude::*;
 use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
@@ -173,7 +174,25 @@ impl<'a> CurrentWrite<'a> {
     }
 }
 
-/// Writes one cell of the caller's time log.
+/// The common case of a write of the caller's cell, as one statement
+/// ([`crate::statement`]): the current write of an existing cell at the expected version.
+/// `None` when it does not apply (an unknown project, hours over the limit, a first write, a
+/// conflict): then [`set_cell`] answers.
+pub async fn set_current_cell(
+    conn: StatementConn<'_>,
+    write: &CellChange,
+) -> Result<Option<TimeLogEntry>, StoreError> {
+    let Some(hours) = parse_hours(&write.hours) else { return Ok(None) };
+    let Some(project_id) = write.project_id.record().filter(|_| hours <= MAX_HOURS_CENTI) else {
+        return Ok(None);
+    };
+    let row = db_statement!(conn, CurrentWrite::new(write, project_id, hours), get_result::<TimeLogCell>)
+        .optional()?;
+    row.map(entry).transpose()
+}
+
+/// Writes one cell of the caller's time log, checking every rule in one transaction
+/// (after [`set_current_cell`] did not apply, or on its own).
 ///
 /// Rules, in order: 422 `unknown_project`, 422 `hours_out_of_range`, then
 /// `version_conflict` (for a never-written cell: current version 1, current `null`).
@@ -183,11 +202,6 @@ pub fn set_cell(conn: &mut DbConn, write: CellChange) -> Result<TimeLogEntry, St
     let hours = parse_hours(&write.hours).ok_or_else(|| {
         StoreError::Internal(format!("hours {:?} passed the contract but not the parser", write.hours))
     })?;
-    if let Some(project_id) = project_id.filter(|_| hours <= MAX_HOURS_CENTI)
-        && let Some(row) = db_run!(conn => CurrentWrite::new(&write, project_id, hours).get_result::<TimeLogCell>(conn).optional())?
-    {
-        return entry(row);
-    }
     db_write!(conn => {
         let known: i64 = match project_id {
             Some(id) => projects::table

@@ -3,14 +3,12 @@
 //! any request's budget. Runs when `TEST_DATABASE_URL` names a PostgreSQL server (SQLite
 //! has no statement timeout: its one writer is bounded by the jobs' deadlines).
 
+mod support;
+
 use diesel::RunQueryDsl;
 use std::time::{Duration, Instant};
+use support::postgres_url;
 use wpds_storage::{Database, DbConfig, DbConn, StoreError};
-
-/// The PostgreSQL server of `TEST_DATABASE_URL`, if it names one.
-fn postgres_url() -> Option<String> {
-    std::env::var("TEST_DATABASE_URL").ok().filter(|url| url.starts_with("postgres"))
-}
 
 #[test]
 fn a_statement_running_past_the_database_timeout_is_cancelled_as_unavailable() {

@@ -34,6 +34,12 @@ impl Drop for Cleanup {
     }
 }
 
+/// The PostgreSQL server of `TEST_DATABASE_URL`, if it names one (tests that need
+/// PostgreSQL skip, saying so, without it).
+pub fn postgres_url() -> Option<String> {
+    std::env::var("TEST_DATABASE_URL").ok().filter(|url| url.starts_with("postgres"))
+}
+
 /// `postgres://…/postgres` with its database name replaced.
 pub fn with_database(url: &str, name: &str) -> String {
     let (base, query) = url.split_once('?').map_or((url, None), |(base, query)| (base, Some(query)));
