@@ -9,6 +9,9 @@
 //! | `wpds_db_pool_connections` | gauge | `state` (`idle`, `in_use`) | the pool's open connections |
 //! | `wpds_db_pool_max_connections` | gauge | | the pool's size |
 //! | `wpds_db_pool_wait_seconds` | histogram | | time to get a pooled connection |
+//! | `wpds_db_shared_connections` | gauge | `state` (`idle`, `in_use`) | PostgreSQL's shared, pipelining connections open (single statements) |
+//! | `wpds_db_shared_max_connections` | gauge | | the most of them that may open: per worker thread × threads that ran a statement |
+//! | `wpds_db_shared_statements_in_flight` | gauge | | statements in flight on them |
 //! | `wpds_sqlite_writer_batch_writes` | histogram | | writes per committed batch (SQLite) |
 //! | `wpds_sqlite_writer_queue_depth` | gauge | | writes waiting for the writer (SQLite) |
 //! | `wpds_auth_cache_lookups_total` | counter | `result` (`hit`, `miss`) | authentication cache lookups |
@@ -65,6 +68,8 @@ pub struct Metrics {
     in_flight: IntGauge,
     pool_connections: IntGaugeVec,
     pool_max: IntGauge,
+    /// PostgreSQL's shared connections, when the database has them.
+    shared: Option<SharedGauges>,
     /// Time to get a pooled connection.
     pub pool_wait: Histogram,
     writer_queue: IntGauge,
@@ -73,6 +78,13 @@ pub struct Metrics {
     refusals: [IntCounter; 2],
     unavailable: [IntCounter; 3],
     db: Arc<Database>,
+}
+
+/// The gauges of PostgreSQL's shared connections ([`wpds_storage::shared_pg`]).
+struct SharedGauges {
+    connections: IntGaugeVec,
+    most: IntGauge,
+    statements: IntGauge,
 }
 
 fn registered<T: prometheus::core::Collector + Clone + 'static>(registry: &Registry, metric: T) -> T {
@@ -143,6 +155,32 @@ impl Metrics {
             )
             .expect("a valid metric"),
         );
+        let shared = db.shared().map(|_| SharedGauges {
+            connections: registered(
+                &registry,
+                IntGaugeVec::new(
+                    Opts::new(
+                        "wpds_db_shared_connections",
+                        "PostgreSQL's shared connections for single statements, by state (in_use: a statement in flight).",
+                    ),
+                    &["state"],
+                )
+                .expect("a valid metric"),
+            ),
+            most: registered(
+                &registry,
+                IntGauge::new(
+                    "wpds_db_shared_max_connections",
+                    "The most shared connections that may open: the limit per worker thread times the threads that ran a statement.",
+                )
+                .expect("a valid metric"),
+            ),
+            statements: registered(
+                &registry,
+                IntGauge::new("wpds_db_shared_statements_in_flight", "Statements in flight on the shared connections.")
+                    .expect("a valid metric"),
+            ),
+        });
         let writer_queue = registered(
             &registry,
             IntGauge::new("wpds_sqlite_writer_queue_depth", "Writes waiting for the SQLite writer thread.")
@@ -211,6 +249,7 @@ impl Metrics {
             in_flight,
             pool_connections,
             pool_max,
+            shared,
             pool_wait,
             writer_queue,
             writer_batch_writes,
@@ -268,6 +307,14 @@ impl Metrics {
         self.pool_connections.with_label_values(&["idle"]).set(i64::from(idle));
         self.pool_connections.with_label_values(&["in_use"]).set(i64::from(open.saturating_sub(idle)));
         self.pool_max.set(i64::from(most));
+        if let (Some(gauges), Some(shared)) = (&self.shared, self.db.shared()) {
+            let state = shared.state();
+            let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+            gauges.connections.with_label_values(&["idle"]).set(count(state.idle));
+            gauges.connections.with_label_values(&["in_use"]).set(count(state.open - state.idle));
+            gauges.most.set(count(state.most));
+            gauges.statements.set(count(state.statements));
+        }
         if let Some(writer) = self.db.writer() {
             self.writer_queue.set(i64::try_from(writer.queue_depth()).unwrap_or(i64::MAX));
         }

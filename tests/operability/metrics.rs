@@ -73,7 +73,16 @@ fn metrics_count_what_happened_on_their_own_listener_and_pass_promtool() {
     );
     assert!(sample(&text, "wpds_db_pool_max_connections").is_some_and(|n| n >= 1.0), "{text}");
     assert!(sample(&text, "wpds_http_requests_in_flight").is_some(), "{text}");
-    if !seeded.is_postgres() {
+    if seeded.is_postgres() {
+        // The writes' statements ran on the shared connections, now idle.
+        let idle = sample(&text, r#"wpds_db_shared_connections{state="idle"}"#);
+        assert!(idle.is_some_and(|n| n >= 1.0), "{text}");
+        assert_eq!(sample(&text, r#"wpds_db_shared_connections{state="in_use"}"#), Some(0.0), "{text}");
+        assert_eq!(sample(&text, "wpds_db_shared_statements_in_flight"), Some(0.0), "{text}");
+        let most = sample(&text, "wpds_db_shared_max_connections");
+        assert!(most.is_some_and(|n| n >= idle.unwrap_or(0.0)), "{text}");
+    } else {
+        assert!(!text.contains("wpds_db_shared_"), "no shared connections on SQLite: {text}");
         assert!(sample(&text, "wpds_sqlite_writer_batch_writes_count").is_some_and(|n| n >= 3.0), "{text}");
         assert_eq!(sample(&text, "wpds_sqlite_writer_queue_depth"), Some(0.0), "{text}");
     }
