@@ -202,7 +202,18 @@ fn every_operation_answers_503_with_retry_after_when_the_database_is_locked_past
         assert_eq!(response.json()["code"], "unavailable");
         assert_eq!(response.header("retry-after"), Some("1"));
         assert!(waited < Duration::from_secs(2), "{id}: answered after {waited:?}");
-        assert_ne!(send(&app, &example, &token).status, 503, "{id}: recovers once the lock is gone");
+        // Recovers once the lock is gone, without a restart: the statement given up may
+        // still hold its connection for a moment, and the connection it leaves is closed and
+        // replaced, so the first request after the lock may itself find no connection within
+        // its 300 ms (seen on a loaded 2-core CI machine); within a few budgets it is served.
+        let healed = Instant::now();
+        let status = loop {
+            let status = send(&app, &example, &token).status;
+            if status != 503 || healed.elapsed() > Duration::from_secs(3) {
+                break status;
+            }
+        };
+        assert_ne!(status, 503, "{id}: recovers within 3 s once the lock is gone");
     }
 }
 
