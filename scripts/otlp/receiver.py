@@ -6,18 +6,14 @@
                                         opentelemetry-proto package), appends one JSON line
                                         per span to OUT.jsonl, answers 200 with an empty
                                         ExportTraceServiceResponse
-    receiver.py PORT --black-hole       accepts connections and never reads or answers them
-                                        (a collector whose network went silent)
 
 Listens on 127.0.0.1 only.
 """
 
 import http.server
 import json
-import socket
 import sys
 import threading
-import time
 
 
 def attribute_value(value):
@@ -75,20 +71,6 @@ def serve(port, out):
     http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
 
 
-def black_hole(port):
-    server = socket.socket()
-    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    server.bind(("127.0.0.1", port))
-    server.listen(64)
-    held = []
-    while True:
-        connection, _ = server.accept()
-        held.append(connection)  # kept open, never read, never answered
-
-
 if __name__ == "__main__":
     port = int(sys.argv[1])
-    if sys.argv[2] == "--black-hole":
-        black_hole(port)
-    else:
-        serve(port, sys.argv[2])
+    serve(port, sys.argv[2])
