@@ -101,11 +101,11 @@ where
 {
     let budget =
         req.app_data::<Data<AppState>>().map_or(std::time::Duration::ZERO, |state| state.db.timeout());
-    let outcome = crate::state::with_db_budget(
-        budget,
-        AssertUnwindSafe(run(op, &req, payload, handler)).catch_unwind(),
-    )
-    .await;
+    // Boxed once, here: the pipeline's future holds every step's state (validation, the
+    // handler's, the database call's), several kilobytes that each wrapper below and
+    // actix-web's own boxing would otherwise copy again on every request.
+    let pipeline = Box::pin(run(op, &req, payload, handler));
+    let outcome = crate::state::with_db_budget(budget, AssertUnwindSafe(pipeline).catch_unwind()).await;
     let mut response = match outcome {
         Ok(Ok(response)) => response,
         Ok(Err(error)) => problem::respond(&req, error),
