@@ -6,15 +6,12 @@
 mod support;
 
 use std::time::Duration;
+use support::require_postgres;
 use wpds_storage::{Database, DbConfig};
 
 #[test]
 fn instances_starting_together_on_an_empty_database_all_come_up() {
-    let Some(admin) = std::env::var("TEST_DATABASE_URL").ok().filter(|url| url.starts_with("postgres"))
-    else {
-        eprintln!("skipped: TEST_DATABASE_URL names no PostgreSQL server");
-        return;
-    };
+    let admin = require_postgres!();
     for round in 0..3 {
         // Arrange: an empty database; four instances about to start.
         let (url, _cleanup) = support::scratch_postgres(&admin);

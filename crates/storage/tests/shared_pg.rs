@@ -9,7 +9,7 @@ mod support;
 use diesel::sql_types::{BigInt, Integer};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::postgres_url;
+use support::require_postgres;
 use wpds_storage::db_statement;
 use wpds_storage::shared_pg::SharedState;
 use wpds_storage::statement::{StatementConn, StatementFuture};
@@ -63,10 +63,7 @@ fn runtime() -> tokio::runtime::Runtime {
 #[test]
 fn twenty_statements_at_once_share_at_most_the_threads_two_connections() {
     // Arrange: two shared connections per thread.
-    let Some(url) = postgres_url() else {
-        eprintln!("skipped: TEST_DATABASE_URL names no PostgreSQL server");
-        return;
-    };
+    let url = require_postgres!();
     let name = "wpds_shared_bound";
     let db = shared_database(&named(&url, name), Duration::from_secs(5), 2);
 
@@ -107,10 +104,7 @@ fn twenty_statements_at_once_share_at_most_the_threads_two_connections() {
 #[test]
 fn a_statement_dropped_before_it_finished_retires_its_connection() {
     // Arrange: one shared connection, in use once.
-    let Some(url) = postgres_url() else {
-        eprintln!("skipped: TEST_DATABASE_URL names no PostgreSQL server");
-        return;
-    };
+    let url = require_postgres!();
     let db = shared_database(&url, Duration::from_secs(5), 1);
     let shared = db.shared().expect("shared");
     runtime().block_on(async {
@@ -130,10 +124,7 @@ fn a_statement_dropped_before_it_finished_retires_its_connection() {
 #[test]
 fn a_shared_statement_running_past_the_database_timeout_is_cancelled_as_unavailable() {
     // Arrange: a timeout of 300 ms, set in code (the URL says nothing about it).
-    let Some(url) = postgres_url() else {
-        eprintln!("skipped: TEST_DATABASE_URL names no PostgreSQL server");
-        return;
-    };
+    let url = require_postgres!();
     let timeout = Duration::from_millis(300);
     let db = shared_database(&url, timeout, 1);
 
@@ -150,10 +141,7 @@ fn a_shared_statement_running_past_the_database_timeout_is_cancelled_as_unavaila
 #[test]
 fn a_url_tokio_postgres_does_not_read_as_libpq_leaves_statements_on_the_blocking_pool() {
     // Arrange: a URL with a libpq parameter tokio-postgres does not know.
-    let Some(url) = postgres_url() else {
-        eprintln!("skipped: TEST_DATABASE_URL names no PostgreSQL server");
-        return;
-    };
+    let url = require_postgres!();
     let url = format!("{url}{}keepalives_count=4", if url.contains('?') { '&' } else { '?' });
     let config = DbConfig {
         url,
@@ -185,10 +173,7 @@ fn a_write_waiting_for_a_locked_row_gives_way_without_holding_up_the_statements_
     // Arrange: a scratch table of two rows; another session locks row 1 for 2 s. One
     // shared connection, so everything below pipelines on it.
     use diesel::{Connection, connection::SimpleConnection};
-    let Some(admin) = postgres_url() else {
-        eprintln!("skipped: TEST_DATABASE_URL names no PostgreSQL server");
-        return;
-    };
+    let admin = require_postgres!();
     let (url, _cleanup) = support::scratch_postgres(&admin);
     let mut setup = diesel::PgConnection::establish(&url).expect("connect");
     setup

@@ -7,16 +7,13 @@ mod support;
 
 use diesel::RunQueryDsl;
 use std::time::{Duration, Instant};
-use support::postgres_url;
+use support::require_postgres;
 use wpds_storage::{Database, DbConfig, DbConn, StoreError};
 
 #[test]
 fn a_statement_running_past_the_database_timeout_is_cancelled_as_unavailable() {
     // Arrange: a timeout of 300 ms (no tables are needed: the server's own database will do).
-    let Some(url) = postgres_url() else {
-        eprintln!("skipped: TEST_DATABASE_URL names no PostgreSQL server");
-        return;
-    };
+    let url = require_postgres!();
     let timeout = Duration::from_millis(300);
     let config = DbConfig { url, pool_size: 1, timeout, sqlite_synchronous: Default::default() };
     let db = Database::connect(&config).expect("PostgreSQL is reachable");
