@@ -1,4 +1,5 @@
-//! Helpers of `scripts/bench`: ceiling programs, the data generator and the cursor walker.
+//! Helpers of `scripts/bench`: ceiling programs, the data generator, the cursor walker and the
+//! OTLP sink of the tracing rounds.
 //!
 //! Rules:
 //! - Nothing here is part of the service: this crate exists to measure it. It is never a
