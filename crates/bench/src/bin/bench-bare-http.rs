@@ -1,4 +1,5 @@
-//! `bench-bare-http`: ceiling (a) of the write path — HTTP and JSON only, no I/O.
+//! `bench-bare-http`: ceiling (a) of the write path — HTTP and JSON only, no I/O — and,
+//! with a database, ceiling (c): the leanest server doing the write the way wpds does.
 //!
 //! `bench-bare-http --bind 127.0.0.1:PORT [--workers N]` serves
 //! `PUT /v1/workspaces/{workspaceId}/time-log/cells` with a bare actix-web handler: it
@@ -6,11 +7,31 @@
 //! 200 with the `TimeLogCellResult` the server would (hours canonical, version
 //! `expectedVersion + 1`), without authentication, validation, logging or a database.
 //! `GET /readyz` answers 200 so the bench script can wait for it like for the server.
+//!
+//! With `--database-url postgres://… --tokens FILE` (bench-data's tokens, line N user N)
+//! the handler instead takes the caller from a map of those tokens and runs the
+//! repository's own one-statement write (`time_log::set_current_cell`) on the storage
+//! crate's shared, pipelining connections (`SharedPg`, `--per-thread` per worker, 8 as the
+//! server's default), answering its row, or 409 when the write did not apply: wpds's
+//! HTTP stack and database path with nothing of its own layers (no request id, edge
+//! middleware, validation against the document, database budget, problem mapping). On the
+//! same machine as the database and wrk, it says how much of pgbench's rate any server
+//! that speaks HTTP to wrk and writes through this driver can reach.
 
-use actix_web::{App, HttpResponse, HttpServer, web};
+use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
+use std::collections::HashMap;
+use std::time::Duration;
 use wpds_bench::{Args, fail};
 use wpds_contract::types::{SetTimeLogCellRequest, TimeLogCellResult, TimeLogEntry, TimeLogPhase};
-use wpds_storage::time_log::{format_hours, parse_hours};
+use wpds_storage::ids::SentId;
+use wpds_storage::time_log::{CellChange, format_hours, parse_hours, set_current_cell};
+use wpds_storage::{Database, DbConfig};
+
+/// Ceiling (c)'s database and callers.
+struct Lean {
+    db: Database,
+    users: HashMap<String, i64>,
+}
 
 async fn write(path: web::Path<String>, body: web::Bytes) -> HttpResponse {
     let _workspace = path.into_inner();
@@ -41,15 +62,76 @@ async fn write(path: web::Path<String>, body: web::Bytes) -> HttpResponse {
     }
 }
 
+/// Ceiling (c): the caller from the token map, the repository's one-statement write on a
+/// shared connection.
+async fn lean_write(lean: web::Data<Lean>, req: HttpRequest, body: web::Bytes) -> HttpResponse {
+    let token = req
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let Some(&user_id) = token.and_then(|token| lean.users.get(token)) else {
+        return HttpResponse::Unauthorized().finish();
+    };
+    let request: SetTimeLogCellRequest = match serde_json::from_slice(&body) {
+        Ok(request) => request,
+        Err(e) => return HttpResponse::BadRequest().body(e.to_string()),
+    };
+    let write = CellChange {
+        workspace_id: 1,
+        user_id,
+        project_id: SentId::parse(request.project_id),
+        date: request.date,
+        phase: request.phase.map_or("general", TimeLogPhase::as_str).to_owned(),
+        hours: request.hours,
+        expected_version: request.expected_version,
+        note: request.note.unwrap_or_default(),
+        billable: request.billable.unwrap_or(true),
+    };
+    let Some(shared) = lean.db.shared() else { fail("no shared connections") };
+    match shared.run(&write, |conn, write| Box::pin(set_current_cell(conn, write))).await {
+        Ok(Some(entry)) => match serde_json::to_vec(&TimeLogCellResult { entry }) {
+            Ok(body) => HttpResponse::Ok().content_type("application/json").body(body),
+            Err(e) => HttpResponse::InternalServerError().body(e.to_string()),
+        },
+        Ok(None) => HttpResponse::Conflict().finish(),
+        Err(e) => HttpResponse::ServiceUnavailable().body(format!("{e:?}")),
+    }
+}
+
+/// Ceiling (c)'s database (shared connections, `per_thread` per worker) and token map.
+fn lean(url: String, tokens: &str, per_thread: usize) -> Lean {
+    let config = DbConfig {
+        url,
+        pool_size: 1,
+        timeout: Duration::from_millis(1500),
+        sqlite_synchronous: Default::default(),
+    };
+    let mut db = Database::connect(&config).unwrap_or_else(|e| fail(&format!("database: {e:?}")));
+    db.share_statements(per_thread).unwrap_or_else(|e| fail(&format!("shared connections: {e}")));
+    let text =
+        std::fs::read_to_string(tokens).unwrap_or_else(|e| fail(&format!("cannot read {tokens}: {e}")));
+    let users = text.lines().zip(1..).map(|(token, user)| (token.to_owned(), user)).collect();
+    Lean { db, users }
+}
+
 #[actix_web::main]
 async fn main() -> std::io::Result<()> {
     let args = Args::parse();
     let bind = args.text("bind");
     let workers = args.number("workers", 0);
-    let mut server = HttpServer::new(|| {
-        App::new()
-            .route("/v1/workspaces/{workspaceId}/time-log/cells", web::put().to(write))
-            .route("/readyz", web::get().to(HttpResponse::Ok))
+    let lean = args.optional("database-url").map(|url| {
+        let per_thread = args.number("per-thread", 8).max(1) as usize;
+        web::Data::new(lean(url, &args.text("tokens"), per_thread))
+    });
+    let mut server = HttpServer::new(move || {
+        let app = App::new().route("/readyz", web::get().to(HttpResponse::Ok));
+        match &lean {
+            Some(lean) => app
+                .app_data(lean.clone())
+                .route("/v1/workspaces/{workspaceId}/time-log/cells", web::put().to(lean_write)),
+            None => app.route("/v1/workspaces/{workspaceId}/time-log/cells", web::put().to(write)),
+        }
     });
     if workers > 0 {
         server = server.workers(workers as usize);
