@@ -27,6 +27,10 @@ use wpds_storage::ids::SentId;
 use wpds_storage::time_log::{CellChange, format_hours, parse_hours, set_current_cell};
 use wpds_storage::{Database, DbConfig};
 
+/// The server's allocator (src/main.rs), so a ceiling is not held back by another's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Ceiling (c)'s database and callers.
 struct Lean {
     db: Database,
