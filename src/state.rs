@@ -183,7 +183,9 @@ impl AppState {
             Err(busy) if busy.is_lock_wait() => {}
             Err(failed) => return Err(failed.into()),
         }
-        self.write(move |conn| rest(conn, input)).await
+        // Boxed: the blocking pool's future, taken only by the uncommon cases, would
+        // otherwise enlarge (and be copied with) every request's future.
+        Box::pin(self.write(move |conn| rest(conn, input))).await
     }
 
     /// Runs `work` over `input` on a shared PostgreSQL connection within what is left of

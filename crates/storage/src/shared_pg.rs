@@ -280,8 +280,11 @@ impl SharedPg {
                 Pick::Connect(at) => {
                     let generation = self.suspicion.generation();
                     let connecting = Connecting { local: &local, at, made: false };
+                    // Boxed: connecting (TLS included) is a future of kilobytes that every
+                    // statement's future would otherwise carry, and copy, for a step taken
+                    // once per connection.
                     let shared = Arc::new(Shared {
-                        pg: self.connect().await?,
+                        pg: Box::pin(self.connect()).await?,
                         in_flight: AtomicUsize::new(0),
                         checked: AtomicU64::new(generation),
                     });
