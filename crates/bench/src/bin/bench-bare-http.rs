@@ -21,7 +21,7 @@
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use std::collections::HashMap;
 use std::time::Duration;
-use wpds_bench::{Args, fail};
+use wpds_bench::{Args, WORKSPACE_ID, fail};
 use wpds_contract::types::{SetTimeLogCellRequest, TimeLogCellResult, TimeLogEntry, TimeLogPhase};
 use wpds_storage::ids::SentId;
 use wpds_storage::time_log::{CellChange, format_hours, parse_hours, set_current_cell};
@@ -82,7 +82,7 @@ async fn lean_write(lean: web::Data<Lean>, req: HttpRequest, body: web::Bytes) -
         Err(e) => return HttpResponse::BadRequest().body(e.to_string()),
     };
     let write = CellChange {
-        workspace_id: 1,
+        workspace_id: WORKSPACE_ID,
         user_id,
         project_id: SentId::parse(request.project_id),
         date: request.date,
