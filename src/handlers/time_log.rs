@@ -5,7 +5,6 @@ use crate::error::ApiError;
 use crate::operations::{RequestContext, SetOwnTimeLogCellResponse};
 use crate::state::AppState;
 use wpds_contract::types::*;
-use wpds_storage::ids::SentId;
 use wpds_storage::time_log;
 
 /// `set_own_time_log_cell`.
@@ -15,17 +14,8 @@ pub async fn set_own_time_log_cell(
     path: SetOwnTimeLogCellPath,
     body: SetTimeLogCellRequest,
 ) -> Result<SetOwnTimeLogCellResponse, ApiError> {
-    let write = time_log::CellChange {
-        workspace_id: record_id(&path.workspace_id, "workspace")?,
-        user_id: ctx.caller()?.user_id,
-        project_id: SentId::parse(body.project_id),
-        date: body.date,
-        phase: body.phase.map_or("general", TimeLogPhase::as_str).to_owned(),
-        hours: body.hours,
-        expected_version: body.expected_version,
-        note: body.note.unwrap_or_default(),
-        billable: body.billable.unwrap_or(true),
-    };
+    let workspace_id = record_id(&path.workspace_id, "workspace")?;
+    let write = time_log::CellChange::requested(workspace_id, ctx.caller()?.user_id, body);
     let entry = state
         .write_first(
             write,

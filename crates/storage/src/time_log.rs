@@ -31,7 +31,7 @@ use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
 use diesel::serialize::ToSql;
 use diesel::sql_types::{BigInt, Bool, HasSqlType, Text};
 use serde_json::{Value, json};
-use wpds_contract::types::{TimeLogEntry, TimeLogEntryPhase};
+use wpds_contract::types::{SetTimeLogCellRequest, TimeLogEntry, TimeLogEntryPhase, TimeLogPhase};
 
 /// The most hours one cell holds.
 const MAX_HOURS_CENTI: i64 = 24_00;
@@ -57,6 +57,25 @@ pub struct CellChange {
     pub note: String,
     /// Billable (`true` when the request has none).
     pub billable: bool,
+}
+
+impl CellChange {
+    /// The write a `setOwnTimeLogCell` request asks for: `user_id`'s cell in `workspace_id`,
+    /// with the contract's defaults for what the body leaves out (phase `general`, note
+    /// `""`, billable).
+    pub fn requested(workspace_id: i64, user_id: i64, body: SetTimeLogCellRequest) -> Self {
+        CellChange {
+            workspace_id,
+            user_id,
+            project_id: SentId::parse(body.project_id),
+            date: body.date,
+            phase: body.phase.map_or("general", TimeLogPhase::as_str).to_owned(),
+            hours: body.hours,
+            expected_version: body.expected_version,
+            note: body.note.unwrap_or_default(),
+            billable: body.billable.unwrap_or(true),
+        }
+    }
 }
 
 /// Reads `hours` (one or two digits, optionally a dot and one or two digits) in hundredths.

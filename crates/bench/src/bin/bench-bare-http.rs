@@ -23,7 +23,6 @@ use std::collections::HashMap;
 use std::time::Duration;
 use wpds_bench::{Args, WORKSPACE_ID, fail};
 use wpds_contract::types::{SetTimeLogCellRequest, TimeLogCellResult, TimeLogEntry, TimeLogPhase};
-use wpds_storage::ids::SentId;
 use wpds_storage::time_log::{CellChange, format_hours, parse_hours, set_current_cell};
 use wpds_storage::{Database, DbConfig};
 
@@ -81,17 +80,7 @@ async fn lean_write(lean: web::Data<Lean>, req: HttpRequest, body: web::Bytes) -
         Ok(request) => request,
         Err(e) => return HttpResponse::BadRequest().body(e.to_string()),
     };
-    let write = CellChange {
-        workspace_id: WORKSPACE_ID,
-        user_id,
-        project_id: SentId::parse(request.project_id),
-        date: request.date,
-        phase: request.phase.map_or("general", TimeLogPhase::as_str).to_owned(),
-        hours: request.hours,
-        expected_version: request.expected_version,
-        note: request.note.unwrap_or_default(),
-        billable: request.billable.unwrap_or(true),
-    };
+    let write = CellChange::requested(WORKSPACE_ID, user_id, request);
     let Some(shared) = lean.db.shared() else { fail("no shared connections") };
     match shared.run(&write, |conn, write| Box::pin(set_current_cell(conn, write))).await {
         Ok(Some(entry)) => match serde_json::to_vec(&TimeLogCellResult { entry }) {
