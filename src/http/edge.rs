@@ -9,7 +9,7 @@
 
 use crate::http::operation::Operation;
 use crate::http::{access_log, compress, problem, request_id, security};
-use crate::telemetry::{self, FutureExt};
+use crate::telemetry;
 use actix_web::HttpMessage;
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
@@ -40,18 +40,19 @@ impl Edge {
         }
         let incoming = telemetry::incoming(req.headers());
         let method = req.method().clone();
-        let span = telemetry::server_span(&method, incoming.as_ref());
-        let id = request_id::assign(&req, span.as_ref().or(incoming.as_ref()).map(telemetry::trace_id));
+        let span = telemetry::server_span(incoming.as_ref());
+        let trace = span.as_ref().map(|s| s.context()).or(incoming.as_ref().map(|i| i.context));
+        let id = request_id::assign(&req, trace.map(|t| t.trace_hex()));
         let docs = security::is_docs(req.path());
         let encoding = if self.compress { compress::negotiate(req.request()) } else { None };
         let answered = match &span {
-            Some(cx) => next.call(req).with_context(cx.clone()).await,
+            Some(span) => telemetry::Within::new(span.context(), next.call(req)).await,
             None => next.call(req).await,
         };
         if span.is_some() || self.metrics.is_some() {
             let answer = Answer::of(&answered);
-            if let Some(cx) = &span {
-                answer.end_span(cx, &method);
+            if let Some(span) = span {
+                answer.end_span(span, &method);
             }
             if let Some(metrics) = &self.metrics {
                 metrics.answered(answer.operation.map(|op| op.index), answer.status, started.elapsed());
@@ -90,7 +91,7 @@ impl<'a> Answer<'a> {
     }
 
     /// Ends the request's server span with what the answer tells.
-    fn end_span(&self, cx: &opentelemetry::Context, method: &actix_web::http::Method) {
+    fn end_span(&self, span: telemetry::ServerSpan, method: &actix_web::http::Method) {
         let route = match (self.operation, self.request) {
             (Some(op), _) => {
                 telemetry::Route::Operation { span_name: op.span_name, route: op.path, operation_id: op.id }
@@ -106,7 +107,7 @@ impl<'a> Answer<'a> {
             _ => "1.1",
         };
         telemetry::end_server_span(
-            cx,
+            span,
             method,
             telemetry::Answered {
                 route,

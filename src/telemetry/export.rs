@@ -1,0 +1,321 @@
+//! The exporter: finished spans wait in a bounded queue, and one thread of its own encodes
+//! them ([`super::otlp`]) and posts them to the collector, a batch at a time.
+//!
+//! A request only ever appends its spans to the queue (one lock, held for a copy): when the
+//! queue is full, because the collector is slow, unreachable or black-holed, the span is
+//! dropped and counted, never waited for. The thread wakes when a batch is full or the
+//! schedule delay has passed, takes the whole queue at once, and posts it in batches;
+//! each step of a post (connecting, sending, receiving) waits at most the export timeout.
+
+use super::otlp::{self, Origin};
+use super::span::SpanRecord;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How spans are exported: the standard `OTEL_EXPORTER_OTLP_*` and `OTEL_BSP_*` settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// Where batches are posted (the collector's `/v1/traces`); plain `http://`.
+    pub endpoint: String,
+    /// Headers sent with every post (`OTEL_EXPORTER_OTLP_HEADERS`).
+    pub headers: Vec<(String, String)>,
+    /// How long a post may take (`OTEL_EXPORTER_OTLP_TIMEOUT`, and no longer than
+    /// `OTEL_BSP_EXPORT_TIMEOUT`; 10 s).
+    pub timeout: Duration,
+    /// How long a span waits for a batch to fill (`OTEL_BSP_SCHEDULE_DELAY`, 5 s).
+    pub schedule_delay: Duration,
+    /// How many spans wait at most (`OTEL_BSP_MAX_QUEUE_SIZE`, 2048); more are dropped.
+    pub max_queue: usize,
+    /// How many spans a post carries at most (`OTEL_BSP_MAX_EXPORT_BATCH_SIZE`, 512).
+    pub max_batch: usize,
+}
+
+impl Settings {
+    /// The settings for posting to `endpoint`, read with `var` (the environment); what is
+    /// malformed keeps its default and is described in the returned warnings.
+    pub fn read(endpoint: String, var: impl Fn(&str) -> Option<String>) -> (Settings, Vec<String>) {
+        let mut warnings = Vec::new();
+        let mut number = |names: &[&str], default: u64| -> u64 {
+            let Some((name, value)) = names.iter().find_map(|n| var(n).map(|v| (*n, v))) else {
+                return default;
+            };
+            match value.trim().parse::<u64>() {
+                Ok(n) if n > 0 => n,
+                _ => {
+                    warnings.push(format!("{name} {value:?} is not a positive integer: {default} is kept"));
+                    default
+                }
+            }
+        };
+        let timeout = number(&["OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"], 10_000);
+        let export_timeout = number(&["OTEL_BSP_EXPORT_TIMEOUT"], 30_000);
+        let schedule_delay = number(&["OTEL_BSP_SCHEDULE_DELAY"], 5_000);
+        let max_queue = number(&["OTEL_BSP_MAX_QUEUE_SIZE"], 2_048);
+        let max_batch = number(&["OTEL_BSP_MAX_EXPORT_BATCH_SIZE"], 512).min(max_queue);
+        let headers = match ["OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS"]
+            .iter()
+            .find_map(|n| var(n).map(|v| (*n, v)))
+        {
+            None => Vec::new(),
+            Some((name, value)) => key_values(&value).unwrap_or_else(|e| {
+                warnings.push(format!("{name}: {e}: no headers are sent"));
+                Vec::new()
+            }),
+        };
+        let settings = Settings {
+            endpoint,
+            headers,
+            timeout: Duration::from_millis(timeout.min(export_timeout)),
+            schedule_delay: Duration::from_millis(schedule_delay),
+            max_queue: usize::try_from(max_queue).unwrap_or(usize::MAX),
+            max_batch: usize::try_from(max_batch).unwrap_or(usize::MAX),
+        };
+        (settings, warnings)
+    }
+}
+
+/// Reads the W3C Baggage-like lists of `OTEL_EXPORTER_OTLP_HEADERS` and
+/// `OTEL_RESOURCE_ATTRIBUTES`: `key=value` pairs separated by commas, values
+/// percent-encoded.
+pub fn key_values(text: &str) -> Result<Vec<(String, String)>, String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| {
+            let (key, value) = pair.split_once('=').ok_or_else(|| format!("{pair:?} is not key=value"))?;
+            let key = key.trim();
+            if key.is_empty() {
+                return Err(format!("{pair:?} has no key"));
+            }
+            Ok((
+                key.to_owned(),
+                percent_decode(value.trim()).ok_or_else(|| format!("{pair:?}: bad percent-encoding"))?,
+            ))
+        })
+        .collect()
+}
+
+fn percent_decode(text: &str) -> Option<String> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut bytes = text.bytes();
+    while let Some(b) = bytes.next() {
+        if b == b'%' {
+            let high = char::from(bytes.next()?).to_digit(16)?;
+            let low = char::from(bytes.next()?).to_digit(16)?;
+            out.push(u8::try_from(high << 4 | low).ok()?);
+        } else {
+            out.push(b);
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// What the request threads and the exporter thread share.
+struct Queue {
+    state: Mutex<State>,
+    /// Signalled when a batch is full and at shutdown.
+    wake: Condvar,
+    max_queue: usize,
+    max_batch: usize,
+}
+
+struct State {
+    spans: Vec<SpanRecord>,
+    /// Spans dropped since the exporter last looked (the queue was full).
+    dropped: u64,
+    stopping: bool,
+}
+
+/// The running exporter.
+pub struct Exporter {
+    queue: Arc<Queue>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Exporter {
+    /// Starts the exporter thread, posting to `settings.endpoint` as `origin`.
+    pub fn start(settings: Settings, origin: Origin) -> Result<Exporter, String> {
+        let queue = Arc::new(Queue {
+            state: Mutex::new(State {
+                spans: Vec::with_capacity(preallocated(&settings)),
+                dropped: 0,
+                stopping: false,
+            }),
+            wake: Condvar::new(),
+            max_queue: settings.max_queue,
+            max_batch: settings.max_batch,
+        });
+        // Each step of a post is bounded, not the post as a whole: ureq resolves the host
+        // on every call (before it looks in its pool), and under a global or per-call
+        // timeout it does so on a new thread, one thread per post. Without one, a name is
+        // resolved in place, as long as the system's resolver allows (resolv.conf), and
+        // only this thread waits for it.
+        let step = Some(settings.timeout);
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_connect(step)
+            .timeout_send_request(step)
+            .timeout_send_body(step)
+            .timeout_recv_response(step)
+            .timeout_recv_body(step)
+            .http_status_as_error(false)
+            .user_agent(concat!("wpds/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .into();
+        let shared = Arc::clone(&queue);
+        let thread = std::thread::Builder::new()
+            .name("wpds-otlp-export".to_owned())
+            .spawn(move || run(&shared, &settings, &origin, &agent))
+            .map_err(|e| format!("cannot start the span exporter's thread: {e}"))?;
+        Ok(Exporter { queue, thread: Mutex::new(Some(thread)) })
+    }
+
+    /// Queues finished spans (taking them out of `spans`), dropping those the queue has no
+    /// room for.
+    pub fn push(&self, spans: &mut Vec<SpanRecord>) {
+        let mut state = self.queue.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let room = self.queue.max_queue.saturating_sub(state.spans.len());
+        if spans.len() > room {
+            state.dropped += (spans.len() - room) as u64;
+            spans.truncate(room);
+        }
+        let before = state.spans.len();
+        state.spans.append(spans);
+        if before < self.queue.max_batch && state.spans.len() >= self.queue.max_batch {
+            self.queue.wake.notify_one();
+        }
+    }
+
+    /// Exports what is queued and stops the thread (at shutdown; waits at most one post's
+    /// timeout per step of each post).
+    pub fn shutdown(&self) {
+        self.queue.state.lock().unwrap_or_else(PoisonError::into_inner).stopping = true;
+        self.queue.wake.notify_one();
+        let thread = self.thread.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(thread) = thread
+            && thread.join().is_err()
+        {
+            log::warn!("tracing: the span exporter's thread panicked");
+        }
+    }
+}
+
+/// The room made up front in the queue and in the exporter's spare for it (the two are
+/// swapped at each export): the whole queue, up to 4 096 spans (~0.7 MiB each), so that
+/// appending to the queue never moves what it holds to grow it. A larger queue grows past
+/// that as it fills.
+fn preallocated(settings: &Settings) -> usize {
+    settings.max_queue.min(4_096)
+}
+
+/// How often a failing collector or a full queue is logged at most.
+const WARN_EVERY: Duration = Duration::from_secs(10);
+
+/// The exporter thread: waits for a full batch or the schedule delay, takes the queue,
+/// posts it; until shutdown, after one last round.
+fn run(queue: &Queue, settings: &Settings, origin: &Origin, agent: &ureq::Agent) {
+    let mut spare = Vec::with_capacity(preallocated(settings));
+    let mut body = Vec::new();
+    let mut dropped = 0_u64;
+    let mut failure: Option<String> = None;
+    let mut warned: Option<Instant> = None;
+    loop {
+        let (mut spans, stopping) = {
+            let mut state = queue.state.lock().unwrap_or_else(PoisonError::into_inner);
+            let deadline = Instant::now() + settings.schedule_delay;
+            while !state.stopping && state.spans.len() < settings.max_batch {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                state = queue.wake.wait_timeout(state, left).unwrap_or_else(PoisonError::into_inner).0;
+            }
+            dropped += std::mem::take(&mut state.dropped);
+            (std::mem::replace(&mut state.spans, spare), state.stopping)
+        };
+        for batch in spans.chunks(settings.max_batch) {
+            otlp::encode(&mut body, origin, batch);
+            if let Err(e) = post(agent, settings, &body) {
+                dropped += batch.len() as u64;
+                failure = Some(e);
+            }
+        }
+        spans.clear();
+        spare = spans;
+        if (dropped > 0 || failure.is_some()) && warned.is_none_or(|at| at.elapsed() >= WARN_EVERY) {
+            let why = failure
+                .take()
+                .map_or_else(|| "the queue was full".to_owned(), |e| format!("last failure: {e}"));
+            log::warn!("tracing: {dropped} spans not exported to {} ({why})", settings.endpoint);
+            dropped = 0;
+            warned = Some(Instant::now());
+        }
+        if stopping {
+            return;
+        }
+    }
+}
+
+/// Posts one encoded batch; `Err` says why the collector did not take it.
+fn post(agent: &ureq::Agent, settings: &Settings, body: &[u8]) -> Result<(), String> {
+    let mut request = agent.post(&settings.endpoint).header("Content-Type", "application/x-protobuf");
+    for (name, value) in &settings.headers {
+        request = request.header(name.as_str(), value.as_str());
+    }
+    let mut response = request.send(body).map_err(|e| e.to_string())?;
+    let status = response.status();
+    // Read to the end, so the connection is kept for the next post.
+    let _ = response.body_mut().read_to_vec();
+    if status.is_success() { Ok(()) } else { Err(format!("the collector answered {status}")) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(vars: &[(&str, &str)]) -> (Settings, Vec<String>) {
+        let vars: Vec<(String, String)> =
+            vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        Settings::read("http://collector:4318/v1/traces".to_owned(), |name| {
+            vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
+        })
+    }
+
+    #[test]
+    fn the_defaults_are_the_batch_processors() {
+        let (settings, warnings) = read(&[]);
+        assert!(warnings.is_empty());
+        assert_eq!((settings.max_queue, settings.max_batch), (2048, 512));
+        assert_eq!(
+            (settings.schedule_delay, settings.timeout),
+            (Duration::from_secs(5), Duration::from_secs(10))
+        );
+    }
+
+    #[test]
+    fn the_standard_variables_are_read_and_bad_ones_warned_of() {
+        let (settings, warnings) = read(&[
+            ("OTEL_BSP_MAX_QUEUE_SIZE", "100"),
+            ("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "512"),
+            ("OTEL_BSP_SCHEDULE_DELAY", "soon"),
+            ("OTEL_EXPORTER_OTLP_TIMEOUT", "2500"),
+            ("OTEL_EXPORTER_OTLP_HEADERS", "api-key=a%20b, x-tenant = t1"),
+        ]);
+        assert_eq!((settings.max_queue, settings.max_batch), (100, 100));
+        assert_eq!(settings.schedule_delay, Duration::from_secs(5));
+        assert_eq!(settings.timeout, Duration::from_millis(2500));
+        assert_eq!(
+            settings.headers,
+            [("api-key".to_owned(), "a b".to_owned()), ("x-tenant".to_owned(), "t1".to_owned())]
+        );
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+    }
+
+    #[test]
+    fn malformed_key_value_lists_are_refused() {
+        assert!(key_values("novalue").is_err());
+        assert!(key_values("=v").is_err());
+        assert!(key_values("k=%zz").is_err());
+        assert_eq!(key_values(" ").expect("empty"), []);
+    }
+}

@@ -1,0 +1,445 @@
+//! OpenTelemetry traces, exported with OTLP over HTTP (protobuf) when
+//! `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set; off
+//! otherwise, at the cost of one check per request. The standard variables apply
+//! (`OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_EXPORTER_OTLP_HEADERS`,
+//! `OTEL_EXPORTER_OTLP_TIMEOUT`, `OTEL_TRACES_SAMPLER` and `_ARG`, `OTEL_BSP_*`,
+//! `OTEL_SDK_DISABLED`, `OTEL_TRACES_EXPORTER=none`).
+//!
+//! What a request makes:
+//! - one server span named `{method} {route}` (the route template; the method alone for a
+//!   request no route matched), per the HTTP semantic conventions: `http.request.method`,
+//!   `url.path`, `http.route`, `http.response.status_code`, `client.address`,
+//!   `network.protocol.version`, and `operationId` for the contract's operations; status
+//!   error for a 5xx. An incoming W3C `traceparent` (with its `tracestate`) is its parent;
+//! - child spans `authentication`, `validation`, and `database` for each database call
+//!   (`db.system.name`), made only inside a sampled request;
+//! - on SQLite, the writer thread's batch span `sqlite writer batch`, which links to the
+//!   server span of every request whose write it carried (a batch serves many traces, so
+//!   it belongs to none of them).
+//!
+//! Why not the OpenTelemetry SDK: this module did use it, and tracing every request then
+//! cost ~17 % of the server's CPU per answer on SQLite (docs/performance.md, "What
+//! observability costs"): each span went through the SDK's context stack, span builder,
+//! locked span data and channel, and the exporter built the generated protobuf structs (a
+//! `String` per attribute) before encoding them. What a request needs is small — ids, two
+//! clock readings and a few attributes per span — so a span here is plain data
+//! ([`span::SpanRecord`]), a request's spans go onto a bounded queue ([`export`]) together
+//! under one lock, and the exporter encodes the OTLP message in one pass ([`otlp`]). The
+//! wire format is the standard one, checked by `scripts/check-tracing` with the published
+//! opentelemetry-proto package.
+//!
+//! Spans are exported on a thread of their own from a bounded queue: a slow or unreachable
+//! collector drops spans, it never holds a request.
+
+mod context;
+mod export;
+mod otlp;
+mod sampler;
+mod span;
+
+pub use context::{Remote, SpanContext, Within};
+pub use span::Attribute;
+
+use actix_web::http::Method;
+use actix_web::http::header::HeaderMap;
+use sampler::Sampler;
+use span::{Kind, Link, SpanRecord, Value};
+use std::borrow::Cow;
+use std::future::Future;
+use std::sync::OnceLock;
+use std::time::SystemTime;
+
+/// What tracing needs once it is on.
+struct Tracer {
+    sampler: Sampler,
+    exporter: export::Exporter,
+}
+
+/// The tracer, once tracing is on.
+static TRACER: OnceLock<Tracer> = OnceLock::new();
+
+/// How many child spans a thread keeps before it queues them without waiting for their
+/// request's server span.
+const HELD: usize = 64;
+
+thread_local! {
+    /// This thread's ended child spans, queued with their request's server span: one lock of
+    /// the export queue per request, not one per span.
+    static ENDED: std::cell::RefCell<Vec<SpanRecord>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl Tracer {
+    /// Holds an ended child span until its server span ends (or the thread holds many).
+    fn hold(&self, span: SpanRecord) {
+        ENDED.with(|ended| {
+            let mut ended = ended.borrow_mut();
+            ended.push(span);
+            if ended.len() >= HELD {
+                self.exporter.push(&mut ended);
+            }
+        });
+    }
+
+    /// Queues an ended server span, with the child spans this thread holds.
+    fn queue(&self, span: SpanRecord) {
+        ENDED.with(|ended| {
+            let mut ended = ended.borrow_mut();
+            ended.push(span);
+            self.exporter.push(&mut ended);
+        });
+    }
+}
+
+/// The standard variable naming the collector (`http://collector:4318`).
+pub const ENDPOINT_VARIABLE: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
+
+/// Turns tracing on, exporting to the collector at `endpoint` (the base URL: traces go to
+/// its `/v1/traces`, unless `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` names another), unless
+/// `OTEL_SDK_DISABLED=true` or `OTEL_TRACES_EXPORTER=none`. Returns whether it is on;
+/// `Err` for an endpoint it cannot post to (not plain `http://`).
+pub fn init(endpoint: Option<&str>, engine: &'static str) -> Result<bool, String> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let disabled = var("OTEL_SDK_DISABLED").is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+        || var("OTEL_TRACES_EXPORTER").is_some_and(|v| v.trim().eq_ignore_ascii_case("none"));
+    let endpoint =
+        match (var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), endpoint.filter(|e| !e.trim().is_empty())) {
+            _ if disabled => return Ok(false),
+            (Some(traces), _) => traces.trim().to_owned(),
+            (None, Some(base)) => format!("{}/v1/traces", base.trim().trim_end_matches('/')),
+            (None, None) => return Ok(false),
+        };
+    if !endpoint.starts_with("http://") || ureq::http::Uri::try_from(endpoint.as_str()).is_err() {
+        return Err(format!(
+            "tracing: the collector's endpoint {endpoint:?} is not a plain http:// URL (the exporter speaks \
+             plain HTTP: run a collector on the node or as a sidecar)"
+        ));
+    }
+    if let Some(protocol) =
+        var("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL").or_else(|| var("OTEL_EXPORTER_OTLP_PROTOCOL"))
+        && protocol.trim() != "http/protobuf"
+    {
+        log::warn!(
+            "tracing: OTEL_EXPORTER_OTLP_PROTOCOL {protocol:?} is not supported: spans go as http/protobuf"
+        );
+    }
+    let sampler = Sampler::from_settings(
+        var("OTEL_TRACES_SAMPLER").as_deref(),
+        var("OTEL_TRACES_SAMPLER_ARG").as_deref(),
+    )
+    .unwrap_or_else(|e| {
+        log::warn!("tracing: {e}: parentbased_always_on is used");
+        Sampler::ParentBased(sampler::Root::AlwaysOn)
+    });
+    let (settings, warnings) = export::Settings::read(endpoint, var);
+    for warning in warnings {
+        log::warn!("tracing: {warning}");
+    }
+    let origin = otlp::Origin {
+        resource: resource(var("OTEL_SERVICE_NAME"), var("OTEL_RESOURCE_ATTRIBUTES").as_deref(), engine),
+        scope: "wpds",
+        version: env!("CARGO_PKG_VERSION"),
+    };
+    let exporter = export::Exporter::start(settings, origin)?;
+    if TRACER.set(Tracer { sampler, exporter }).is_err() {
+        return Err("tracing: already started".to_owned());
+    }
+    Ok(true)
+}
+
+/// The resource's attributes: `service.name` (`OTEL_SERVICE_NAME`, else the one in
+/// `OTEL_RESOURCE_ATTRIBUTES`, else `wpds`), `service.version`, `db.system.name`, the
+/// `telemetry.sdk.*` triple, then the rest of `OTEL_RESOURCE_ATTRIBUTES`.
+fn resource(service: Option<String>, attributes: Option<&str>, engine: &str) -> Vec<(String, String)> {
+    let mut given = attributes.map_or_else(Vec::new, |text| {
+        export::key_values(text).unwrap_or_else(|e| {
+            log::warn!("tracing: OTEL_RESOURCE_ATTRIBUTES: {e}: ignored");
+            Vec::new()
+        })
+    });
+    let named = given.iter().position(|(key, _)| key == "service.name").map(|at| given.remove(at).1);
+    let fixed = [
+        ("service.name", service.or(named).unwrap_or_else(|| "wpds".to_owned())),
+        ("service.version", env!("CARGO_PKG_VERSION").to_owned()),
+        ("db.system.name", engine.to_owned()),
+        ("telemetry.sdk.name", "wpds".to_owned()),
+        ("telemetry.sdk.language", "rust".to_owned()),
+        ("telemetry.sdk.version", env!("CARGO_PKG_VERSION").to_owned()),
+    ];
+    given.retain(|(key, _)| !fixed.iter().any(|(k, _)| k == key));
+    fixed.into_iter().map(|(k, v)| (k.to_owned(), v)).chain(given).collect()
+}
+
+/// Exports what is left and stops the exporter (at shutdown).
+pub fn shutdown() {
+    if let Some(tracer) = TRACER.get() {
+        tracer.exporter.shutdown();
+    }
+}
+
+/// Whether tracing is on.
+pub fn enabled() -> bool {
+    TRACER.get().is_some()
+}
+
+/// The caller's span an incoming W3C `traceparent` (and `tracestate`) names, if it is a
+/// valid one.
+pub fn incoming(headers: &HeaderMap) -> Option<Remote> {
+    let context = context::parse_traceparent(headers.get("traceparent")?.to_str().ok()?)?;
+    let mut states = headers.get_all("tracestate").filter_map(|v| v.to_str().ok());
+    let trace_state = match (states.next(), states.next()) {
+        (None, _) => None,
+        (Some(one), None) => context::parse_trace_state(one),
+        (Some(first), Some(second)) => {
+            let joined = [first, second].into_iter().chain(states).collect::<Vec<_>>().join(",");
+            context::parse_trace_state(&joined)
+        }
+    };
+    Some(Remote { context, trace_state })
+}
+
+/// A request's server span, started but not yet ended.
+#[derive(Debug)]
+pub struct ServerSpan {
+    context: SpanContext,
+    parent: Option<[u8; 8]>,
+    trace_state: Option<String>,
+    start: u64,
+}
+
+impl ServerSpan {
+    /// The span's identity, for [`Within`].
+    pub fn context(&self) -> SpanContext {
+        self.context
+    }
+}
+
+fn new_trace_id() -> [u8; 16] {
+    loop {
+        let id = fastrand::u128(..);
+        if id != 0 {
+            return id.to_be_bytes();
+        }
+    }
+}
+
+fn new_span_id() -> [u8; 8] {
+    loop {
+        let id = fastrand::u64(..);
+        if id != 0 {
+            return id.to_be_bytes();
+        }
+    }
+}
+
+/// A request's server span, started now (when tracing is on), as the child of `parent`
+/// (an incoming `traceparent`) or the root of a new trace; the sampler decides whether it
+/// is recorded (an unrecorded span still gives the request its trace id).
+pub fn server_span(parent: Option<&Remote>) -> Option<ServerSpan> {
+    let tracer = TRACER.get()?;
+    let trace_id = parent.map_or_else(new_trace_id, |p| p.context.trace_id);
+    let sampled = tracer.sampler.sample(parent.map(|p| p.context.sampled), &trace_id);
+    Some(ServerSpan {
+        context: SpanContext { trace_id, span_id: new_span_id(), sampled },
+        parent: parent.map(|p| p.context.span_id),
+        trace_state: parent.filter(|_| sampled).and_then(|p| p.trace_state.clone()),
+        start: if sampled { span::now() } else { 0 },
+    })
+}
+
+/// The method's name, without an allocation for the standard methods.
+fn method_name(method: &Method) -> Cow<'static, str> {
+    Cow::Borrowed(match *method {
+        Method::GET => "GET",
+        Method::PUT => "PUT",
+        Method::POST => "POST",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        _ => return Cow::Owned(method.as_str().to_owned()),
+    })
+}
+
+/// The route a request took, as its server span names it.
+pub enum Route {
+    /// One of the contract's operations: its span name (`{method} {route}`), route
+    /// template and `operationId`, all made once from the document.
+    Operation {
+        /// `{method} {route}`.
+        span_name: &'static str,
+        /// The route template.
+        route: &'static str,
+        /// The `operationId`.
+        operation_id: &'static str,
+    },
+    /// Another route (documents, probes): its template as the router matched it.
+    Other(String),
+    /// No route matched: the span keeps the method as its name.
+    Unmatched,
+}
+
+/// What the server span learns once the request is answered.
+pub struct Answered<'a> {
+    /// The route the request took.
+    pub route: Route,
+    /// The path as requested.
+    pub path: &'a str,
+    /// The status answered.
+    pub status: u16,
+    /// The client's address.
+    pub client: Option<std::net::IpAddr>,
+    /// The HTTP version (`1.1`).
+    pub protocol_version: &'static str,
+}
+
+/// Names the server span `{method} {route}`, records what the answer tells and ends it
+/// (queues it for export, when it is sampled).
+pub fn end_server_span(span: ServerSpan, method: &Method, answered: Answered<'_>) {
+    let Some(tracer) = TRACER.get() else { return };
+    if !span.context.sampled {
+        return;
+    }
+    let end = span::now();
+    let mut attributes = Vec::with_capacity(7);
+    let method = method_name(method);
+    let name = match answered.route {
+        Route::Operation { span_name, route, operation_id } => {
+            attributes.push(Attribute::new("http.route", Value::Static(route)));
+            attributes.push(Attribute::new("operationId", Value::Static(operation_id)));
+            Cow::Borrowed(span_name)
+        }
+        Route::Other(route) => {
+            let name = format!("{method} {route}");
+            attributes.push(Attribute::new("http.route", Value::Text(route)));
+            Cow::Owned(name)
+        }
+        Route::Unmatched => method.clone(),
+    };
+    let method = match method {
+        Cow::Borrowed(m) => Value::Static(m),
+        Cow::Owned(m) => Value::Text(m),
+    };
+    attributes.push(Attribute::new("http.request.method", method));
+    attributes.push(Attribute::new("url.path", Value::Text(answered.path.to_owned())));
+    attributes.push(Attribute::new("http.response.status_code", Value::Int(i64::from(answered.status))));
+    attributes.push(Attribute::new("network.protocol.version", Value::Static(answered.protocol_version)));
+    if let Some(client) = answered.client {
+        attributes.push(Attribute::new("client.address", Value::Ip(client)));
+    }
+    tracer.queue(SpanRecord {
+        context: span.context,
+        parent: span.parent.map(|id| (id, true)),
+        trace_state: span.trace_state,
+        name,
+        kind: Kind::Server,
+        start: span.start,
+        end,
+        attributes,
+        links: Vec::new(),
+        error: (answered.status >= 500).then(|| format!("answered {}", answered.status)),
+    });
+}
+
+/// `work` in a child span `name` of the current span (with the `attributes` it makes),
+/// when tracing is on and the current span is sampled; otherwise `work` itself, untouched
+/// (no wrapper future, and the attributes are not even made).
+pub fn in_span<F: Future>(
+    name: &'static str,
+    attributes: impl FnOnce() -> Vec<Attribute>,
+    work: F,
+) -> futures_util::future::Either<impl Future<Output = F::Output>, F> {
+    use futures_util::future::Either;
+    let Some(tracer) = TRACER.get() else { return Either::Right(work) };
+    let Some(parent) = context::current().filter(|p| p.sampled) else { return Either::Right(work) };
+    let context = SpanContext { trace_id: parent.trace_id, span_id: new_span_id(), sampled: true };
+    let start = span::now();
+    let attributes = attributes();
+    Either::Left(async move {
+        let output = Within::new(context, work).await;
+        tracer.hold(SpanRecord {
+            context,
+            parent: Some((parent.span_id, false)),
+            trace_state: None,
+            name: Cow::Borrowed(name),
+            kind: Kind::Internal,
+            start,
+            end: span::now(),
+            attributes,
+            links: Vec::new(),
+            error: None,
+        });
+        output
+    })
+}
+
+/// The attributes of a `database` span: the engine, and whether the SQLite writer ran it.
+pub fn database_attributes(engine: wpds_storage::Engine, writer: bool) -> Vec<Attribute> {
+    let system = match engine {
+        wpds_storage::Engine::Sqlite => "sqlite",
+        wpds_storage::Engine::Postgres => "postgresql",
+    };
+    vec![
+        Attribute::new("db.system.name", Value::Static(system)),
+        Attribute::new("wpds.db.sqlite_writer", Value::Bool(writer)),
+    ]
+}
+
+/// The current span, as a link the SQLite writer's batch span can point back to (when it
+/// is sampled: a link to an unsampled span would point at nothing any backend holds).
+pub fn current_link() -> Option<wpds_storage::writer::TraceLink> {
+    TRACER.get()?;
+    context::current()
+        .filter(|c| c.sampled)
+        .map(|c| wpds_storage::writer::TraceLink { trace_id: c.trace_id, span_id: c.span_id })
+}
+
+/// Records one committed batch of the SQLite writer as a span of its own trace (when the
+/// sampler keeps it) linking to the requests it carried.
+pub fn record_batch(
+    writes: usize,
+    started: SystemTime,
+    finished: SystemTime,
+    links: &[wpds_storage::writer::TraceLink],
+) {
+    let Some(tracer) = TRACER.get() else { return };
+    let trace_id = new_trace_id();
+    if !tracer.sampler.sample(None, &trace_id) {
+        return;
+    }
+    tracer.queue(SpanRecord {
+        context: SpanContext { trace_id, span_id: new_span_id(), sampled: true },
+        parent: None,
+        trace_state: None,
+        name: Cow::Borrowed("sqlite writer batch"),
+        kind: Kind::Internal,
+        start: span::unix_nanos(started),
+        end: span::unix_nanos(finished),
+        attributes: vec![
+            Attribute::new("db.system.name", Value::Static("sqlite")),
+            Attribute::new("db.operation.batch.size", Value::Int(i64::try_from(writes).unwrap_or(i64::MAX))),
+        ],
+        links: links.iter().map(|l| Link { trace_id: l.trace_id, span_id: l.span_id }).collect(),
+        error: None,
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_resource_names_the_service_once_with_the_environments_attributes() {
+        let made = resource(
+            None,
+            Some("service.name=billing,deployment.environment.name=prod,service.version=9"),
+            "sqlite",
+        );
+        let get =
+            |key: &str| made.iter().filter(|(k, _)| k == key).map(|(_, v)| v.as_str()).collect::<Vec<_>>();
+        assert_eq!(get("service.name"), ["billing"]);
+        assert_eq!(get("service.version"), [env!("CARGO_PKG_VERSION")]);
+        assert_eq!(get("deployment.environment.name"), ["prod"]);
+        let named = resource(Some("wpds-eu".to_owned()), Some("service.name=billing"), "postgres");
+        assert_eq!(named[0], ("service.name".to_owned(), "wpds-eu".to_owned()));
+    }
+}

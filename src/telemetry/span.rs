@@ -1,0 +1,104 @@
+//! A finished span as it waits for export: plain data, made on the request's thread and
+//! encoded on the exporter's.
+
+use super::context::SpanContext;
+use std::borrow::Cow;
+use std::time::SystemTime;
+
+/// What a span is to its trace (OTLP's `SpanKind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Work inside the service (authentication, validation, a database call).
+    Internal = 1,
+    /// The handling of one incoming request.
+    Server = 2,
+}
+
+/// An attribute's value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// Text known at build time (no allocation).
+    Static(&'static str),
+    /// Text made at run time.
+    Text(String),
+    /// An integer.
+    Int(i64),
+    /// A flag.
+    Bool(bool),
+    /// An address, written as text when exported (so the request does not format it).
+    Ip(std::net::IpAddr),
+}
+
+/// One attribute of a span.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Attribute {
+    /// Its name, per the semantic conventions.
+    pub key: &'static str,
+    /// Its value.
+    pub value: Value,
+}
+
+impl Attribute {
+    /// `key` = `value`.
+    pub fn new(key: &'static str, value: Value) -> Self {
+        Attribute { key, value }
+    }
+}
+
+/// A link to another trace's span (the SQLite writer's batch to the requests it carried).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Link {
+    /// The linked span's trace.
+    pub trace_id: [u8; 16],
+    /// The linked span.
+    pub span_id: [u8; 8],
+}
+
+/// A finished, sampled span.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpanRecord {
+    /// The span's trace and id.
+    pub context: SpanContext,
+    /// The parent's span id (`None` for a trace's root), and whether the parent is remote
+    /// (the caller's, from `traceparent`).
+    pub parent: Option<([u8; 8], bool)>,
+    /// The caller's `tracestate`, carried by the server span.
+    pub trace_state: Option<String>,
+    /// `{method} {route}` for a server span, what the work is otherwise.
+    pub name: Cow<'static, str>,
+    /// Server or internal.
+    pub kind: Kind,
+    /// When it started, in nanoseconds since the Unix epoch.
+    pub start: u64,
+    /// When it ended, in nanoseconds since the Unix epoch.
+    pub end: u64,
+    /// Its attributes.
+    pub attributes: Vec<Attribute>,
+    /// Its links.
+    pub links: Vec<Link>,
+    /// The message of an error status (a 5xx answer); `None` leaves the status unset.
+    pub error: Option<String>,
+}
+
+/// `at` in nanoseconds since the Unix epoch (0 for a clock set before it).
+pub fn unix_nanos(at: SystemTime) -> u64 {
+    at.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// Now, in nanoseconds since the Unix epoch.
+pub fn now() -> u64 {
+    unix_nanos(SystemTime::now())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_span_record_stays_small() {
+        // Every span is moved into the queue and out of it: keep it near 200 bytes.
+        assert!(
+            std::mem::size_of::<super::SpanRecord>() <= 192,
+            "{}",
+            std::mem::size_of::<super::SpanRecord>()
+        );
+    }
+}
