@@ -92,7 +92,7 @@ impl AppState {
             });
             let call = crate::telemetry::in_span(
                 "database",
-                || crate::telemetry::database_attributes(engine, false),
+                crate::telemetry::database_attributes(engine, false),
                 call,
             );
             match tokio::time::timeout_at(deadline.into(), call).await {
@@ -122,7 +122,7 @@ impl AppState {
             let engine = self.db.engine();
             let traced = crate::telemetry::in_span(
                 "database",
-                || crate::telemetry::database_attributes(engine, true),
+                crate::telemetry::database_attributes(engine, true),
                 submitted,
             );
             match tokio::time::timeout_at(deadline.into(), traced).await {
@@ -200,7 +200,7 @@ impl AppState {
             let deadline = Instant::now() + budget;
             let call = crate::telemetry::in_span(
                 "database",
-                || crate::telemetry::database_attributes(engine, false),
+                crate::telemetry::database_attributes(engine, false),
                 shared.run(input, work),
             );
             match tokio::time::timeout_at(deadline.into(), call).await {

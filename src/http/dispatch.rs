@@ -157,8 +157,7 @@ where
         path_checked.set(true);
         contract.validate_path(op.id, &path).map_err(ApiError::Validation)
     };
-    let caller =
-        telemetry::in_span("authentication", Vec::new, auth::check(op, req, state, check_path)).await?;
+    let caller = telemetry::in_span("authentication", &[], auth::check(op, req, state, check_path)).await?;
     if let Some(caller) = &caller {
         req.extensions_mut().insert(access_log::UserId(caller.user_id));
     }
@@ -180,7 +179,7 @@ where
         body: body.as_deref(),
     };
     #[cfg(not(feature = "bench-unchecked"))]
-    let valid = telemetry::in_span("validation", Vec::new, async {
+    let valid = telemetry::in_span("validation", &[], async {
         if path_checked.get() {
             contract.validate_after_path(op.id, raw)
         } else {

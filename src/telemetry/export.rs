@@ -1,14 +1,14 @@
-//! The exporter: finished spans wait in a bounded queue, and one thread of its own encodes
-//! them ([`super::otlp`]) and posts them to the collector, a batch at a time.
+//! The exporter: finished spans, already encoded ([`super::otlp::span`]), wait in a bounded
+//! queue, and one thread of its own wraps them into requests ([`super::otlp::request`]) and
+//! posts them to the collector, a batch at a time.
 //!
-//! A request only ever appends its spans to the queue (one lock, held for a copy): when the
-//! queue is full, because the collector is slow, unreachable or black-holed, the span is
+//! A request only ever appends its spans' bytes to the queue (one lock, held for a copy):
+//! when the queue is full, because the collector is slow, unreachable or black-holed, the span is
 //! dropped and counted, never waited for. The thread wakes when a batch is full or the
 //! schedule delay has passed, takes the whole queue at once, and posts it in batches;
 //! each step of a post (connecting, sending, receiving) waits at most the export timeout.
 
 use super::otlp::{self, Origin};
-use super::span::SpanRecord;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -111,6 +111,23 @@ fn percent_decode(text: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
+/// Spans encoded by [`super::otlp::span`], one after the other, and how many.
+#[derive(Debug, Default)]
+pub struct Encoded {
+    /// The spans' bytes.
+    pub bytes: Vec<u8>,
+    /// How many spans they are.
+    pub count: usize,
+}
+
+impl Encoded {
+    /// Empties it, keeping its room.
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.count = 0;
+    }
+}
+
 /// What the request threads and the exporter thread share.
 struct Queue {
     state: Mutex<State>,
@@ -121,7 +138,7 @@ struct Queue {
 }
 
 struct State {
-    spans: Vec<SpanRecord>,
+    spans: Encoded,
     /// Spans dropped since the exporter last looked (the queue was full).
     dropped: u64,
     stopping: bool,
@@ -137,11 +154,7 @@ impl Exporter {
     /// Starts the exporter thread, posting to `settings.endpoint` as `origin`.
     pub fn start(settings: Settings, origin: Origin) -> Result<Exporter, String> {
         let queue = Arc::new(Queue {
-            state: Mutex::new(State {
-                spans: Vec::with_capacity(preallocated(&settings)),
-                dropped: 0,
-                stopping: false,
-            }),
+            state: Mutex::new(State { spans: preallocated(&settings), dropped: 0, stopping: false }),
             wake: Condvar::new(),
             max_queue: settings.max_queue,
             max_batch: settings.max_batch,
@@ -170,20 +183,22 @@ impl Exporter {
         Ok(Exporter { queue, thread: Mutex::new(Some(thread)) })
     }
 
-    /// Queues finished spans (taking them out of `spans`), dropping those the queue has no
-    /// room for.
-    pub fn push(&self, spans: &mut Vec<SpanRecord>) {
+    /// Queues finished spans (emptying `spans`), or drops them all when the queue has no
+    /// room for them.
+    pub fn push(&self, spans: &mut Encoded) {
         let mut state = self.queue.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let room = self.queue.max_queue.saturating_sub(state.spans.len());
-        if spans.len() > room {
-            state.dropped += (spans.len() - room) as u64;
-            spans.truncate(room);
+        if state.spans.count + spans.count > self.queue.max_queue {
+            state.dropped += spans.count as u64;
+        } else {
+            let before = state.spans.count;
+            state.spans.bytes.extend_from_slice(&spans.bytes);
+            state.spans.count += spans.count;
+            if before < self.queue.max_batch && state.spans.count >= self.queue.max_batch {
+                self.queue.wake.notify_one();
+            }
         }
-        let before = state.spans.len();
-        state.spans.append(spans);
-        if before < self.queue.max_batch && state.spans.len() >= self.queue.max_batch {
-            self.queue.wake.notify_one();
-        }
+        drop(state);
+        spans.clear();
     }
 
     /// Exports what is queued and stops the thread (at shutdown; waits at most one post's
@@ -200,12 +215,12 @@ impl Exporter {
     }
 }
 
-/// The room made up front in the queue and in the exporter's spare for it (the two are
-/// swapped at each export): the whole queue, up to 4 096 spans (~0.7 MiB each), so that
-/// appending to the queue never moves what it holds to grow it. A larger queue grows past
-/// that as it fills.
-fn preallocated(settings: &Settings) -> usize {
-    settings.max_queue.min(4_096)
+/// The queue, or the exporter's spare for it (the two are swapped at each export), with
+/// room made up front for a full queue of ~200-byte spans, up to 4 096 of them (~0.8 MiB),
+/// so that appending to the queue never moves what it holds to grow it. A larger queue
+/// grows past that as it fills.
+fn preallocated(settings: &Settings) -> Encoded {
+    Encoded { bytes: Vec::with_capacity(settings.max_queue.min(4_096) * 200), count: 0 }
 }
 
 /// How often a failing collector or a full queue is logged at most.
@@ -214,7 +229,7 @@ const WARN_EVERY: Duration = Duration::from_secs(10);
 /// The exporter thread: waits for a full batch or the schedule delay, takes the queue,
 /// posts it; until shutdown, after one last round.
 fn run(queue: &Queue, settings: &Settings, origin: &Origin, agent: &ureq::Agent) {
-    let mut spare = Vec::with_capacity(preallocated(settings));
+    let mut spare = preallocated(settings);
     let mut body = Vec::new();
     let mut dropped = 0_u64;
     let mut failure: Option<String> = None;
@@ -223,7 +238,7 @@ fn run(queue: &Queue, settings: &Settings, origin: &Origin, agent: &ureq::Agent)
         let (mut spans, stopping) = {
             let mut state = queue.state.lock().unwrap_or_else(PoisonError::into_inner);
             let deadline = Instant::now() + settings.schedule_delay;
-            while !state.stopping && state.spans.len() < settings.max_batch {
+            while !state.stopping && state.spans.count < settings.max_batch {
                 let left = deadline.saturating_duration_since(Instant::now());
                 if left.is_zero() {
                     break;
@@ -233,11 +248,22 @@ fn run(queue: &Queue, settings: &Settings, origin: &Origin, agent: &ureq::Agent)
             dropped += std::mem::take(&mut state.dropped);
             (std::mem::replace(&mut state.spans, spare), state.stopping)
         };
-        for batch in spans.chunks(settings.max_batch) {
-            otlp::encode(&mut body, origin, batch);
-            if let Err(e) = post(agent, settings, &body) {
-                dropped += batch.len() as u64;
-                failure = Some(e);
+        // Batches of at most `max_batch` spans, cut where spans end.
+        let (mut start, mut count) = (0, 0);
+        let ends = otlp::span_ends(&spans.bytes);
+        for end in ends.chain(std::iter::once(usize::MAX)) {
+            let last = end == usize::MAX;
+            if !last {
+                count += 1;
+            }
+            if count > 0 && (count == settings.max_batch || last) {
+                let cut = if last { spans.bytes.len() } else { end };
+                otlp::request(&mut body, origin, &spans.bytes[start..cut]);
+                if let Err(e) = post(agent, settings, &body) {
+                    dropped += count as u64;
+                    failure = Some(e);
+                }
+                (start, count) = (cut, 0);
             }
         }
         spans.clear();

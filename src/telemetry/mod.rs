@@ -23,10 +23,11 @@
 //! locked span data and channel, and the exporter built the generated protobuf structs (a
 //! `String` per attribute) before encoding them. What a request needs is small — ids, two
 //! clock readings and a few attributes per span — so a span here is plain data
-//! ([`span::SpanRecord`]), a request's spans go onto a bounded queue ([`export`]) together
-//! under one lock, and the exporter encodes the OTLP message in one pass ([`otlp`]). The
-//! wire format is the standard one, checked by `scripts/check-tracing` with the published
-//! opentelemetry-proto package.
+//! borrowed from the request ([`span::SpanRecord`]), encoded as it ends into its thread's
+//! buffer ([`otlp`]; no allocation per span), and a request's encoded spans go onto a
+//! bounded queue ([`export`]) together under one lock, for the exporter to wrap and post.
+//! The wire format is the standard one, checked by `scripts/check-tracing` with the
+//! published opentelemetry-proto package.
 //!
 //! Spans are exported on a thread of their own from a bounded queue: a slow or unreachable
 //! collector drops spans, it never holds a request.
@@ -63,28 +64,31 @@ static TRACER: OnceLock<Tracer> = OnceLock::new();
 const HELD: usize = 64;
 
 thread_local! {
-    /// This thread's ended child spans, queued with their request's server span: one lock of
-    /// the export queue per request, not one per span.
-    static ENDED: std::cell::RefCell<Vec<SpanRecord>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// This thread's ended child spans, encoded, queued with their request's server span:
+    /// one lock of the export queue per request, not one per span.
+    static ENDED: std::cell::RefCell<export::Encoded> = std::cell::RefCell::new(export::Encoded::default());
 }
 
 impl Tracer {
-    /// Holds an ended child span until its server span ends (or the thread holds many).
-    fn hold(&self, span: SpanRecord) {
+    /// Encodes an ended child span and holds it until its server span ends (or the thread
+    /// holds many).
+    fn hold(&self, span: &SpanRecord<'_>) {
         ENDED.with(|ended| {
             let mut ended = ended.borrow_mut();
-            ended.push(span);
-            if ended.len() >= HELD {
+            otlp::span(&mut ended.bytes, span);
+            ended.count += 1;
+            if ended.count >= HELD {
                 self.exporter.push(&mut ended);
             }
         });
     }
 
-    /// Queues an ended server span, with the child spans this thread holds.
-    fn queue(&self, span: SpanRecord) {
+    /// Encodes an ended server span and queues it with the child spans this thread holds.
+    fn queue(&self, span: &SpanRecord<'_>) {
         ENDED.with(|ended| {
             let mut ended = ended.borrow_mut();
-            ended.push(span);
+            otlp::span(&mut ended.bytes, span);
+            ended.count += 1;
             self.exporter.push(&mut ended);
         });
     }
@@ -300,52 +304,53 @@ pub fn end_server_span(span: ServerSpan, method: &Method, answered: Answered<'_>
         return;
     }
     let end = span::now();
-    let mut attributes = Vec::with_capacity(7);
     let method = method_name(method);
-    let name = match answered.route {
+    let (name, route, operation_id) = match &answered.route {
         Route::Operation { span_name, route, operation_id } => {
-            attributes.push(Attribute::new("http.route", Value::Static(route)));
-            attributes.push(Attribute::new("operationId", Value::Static(operation_id)));
-            Cow::Borrowed(span_name)
+            (Cow::Borrowed(*span_name), Some(*route), Some(*operation_id))
         }
-        Route::Other(route) => {
-            let name = format!("{method} {route}");
-            attributes.push(Attribute::new("http.route", Value::Text(route)));
-            Cow::Owned(name)
-        }
-        Route::Unmatched => method.clone(),
+        Route::Other(route) => (Cow::Owned(format!("{method} {route}")), Some(route.as_str()), None),
+        Route::Unmatched => (method.clone(), None, None),
     };
-    let method = match method {
-        Cow::Borrowed(m) => Value::Static(m),
-        Cow::Owned(m) => Value::Text(m),
+    let mut attributes = [Attribute::new("http.request.method", Value::Str(&method)); 7];
+    let mut count = 1;
+    let mut add = |key, value| {
+        attributes[count] = Attribute::new(key, value);
+        count += 1;
     };
-    attributes.push(Attribute::new("http.request.method", method));
-    attributes.push(Attribute::new("url.path", Value::Text(answered.path.to_owned())));
-    attributes.push(Attribute::new("http.response.status_code", Value::Int(i64::from(answered.status))));
-    attributes.push(Attribute::new("network.protocol.version", Value::Static(answered.protocol_version)));
-    if let Some(client) = answered.client {
-        attributes.push(Attribute::new("client.address", Value::Ip(client)));
+    if let Some(route) = route {
+        add("http.route", Value::Str(route));
     }
-    tracer.queue(SpanRecord {
+    if let Some(operation_id) = operation_id {
+        add("operationId", Value::Str(operation_id));
+    }
+    add("url.path", Value::Str(answered.path));
+    add("http.response.status_code", Value::Int(i64::from(answered.status)));
+    add("network.protocol.version", Value::Str(answered.protocol_version));
+    if let Some(client) = answered.client {
+        add("client.address", Value::Ip(client));
+    }
+    let error = (answered.status >= 500).then(|| format!("answered {}", answered.status));
+    tracer.queue(&SpanRecord {
         context: span.context,
         parent: span.parent.map(|id| (id, true)),
-        trace_state: span.trace_state,
-        name,
+        trace_state: span.trace_state.as_deref(),
+        name: &name,
         kind: Kind::Server,
         start: span.start,
         end,
-        attributes,
-        links: Vec::new(),
-        error: (answered.status >= 500).then(|| format!("answered {}", answered.status)),
+        attributes: &attributes[..count],
+        links: &[],
+        error: error.as_deref(),
     });
 }
 
-/// `work` in a child span `name` of the current span (with the `attributes` it makes),
-/// when tracing is on and the current span is sampled; otherwise `work` itself, untouched
-/// (no wrapper future, and the attributes are not even made).
+/// `work` in a child span `name` of the current span (with `attributes`), when tracing is
+/// on and the current span is sampled; otherwise `work` itself, untouched (no wrapper
+/// future).
 pub fn in_span<F: Future>(
     name: &'static str,
-    attributes: impl FnOnce() -> Vec<Attribute>,
+    attributes: &'static [Attribute<'static>],
     work: F,
 ) -> futures_util::future::Either<impl Future<Output = F::Output>, F> {
     use futures_util::future::Either;
@@ -353,19 +358,18 @@ pub fn in_span<F: Future>(
     let Some(parent) = context::current().filter(|p| p.sampled) else { return Either::Right(work) };
     let context = SpanContext { trace_id: parent.trace_id, span_id: new_span_id(), sampled: true };
     let start = span::now();
-    let attributes = attributes();
     Either::Left(async move {
         let output = Within::new(context, work).await;
-        tracer.hold(SpanRecord {
+        tracer.hold(&SpanRecord {
             context,
             parent: Some((parent.span_id, false)),
             trace_state: None,
-            name: Cow::Borrowed(name),
+            name,
             kind: Kind::Internal,
             start,
             end: span::now(),
             attributes,
-            links: Vec::new(),
+            links: &[],
             error: None,
         });
         output
@@ -373,15 +377,23 @@ pub fn in_span<F: Future>(
 }
 
 /// The attributes of a `database` span: the engine, and whether the SQLite writer ran it.
-pub fn database_attributes(engine: wpds_storage::Engine, writer: bool) -> Vec<Attribute> {
-    let system = match engine {
-        wpds_storage::Engine::Sqlite => "sqlite",
-        wpds_storage::Engine::Postgres => "postgresql",
-    };
-    vec![
-        Attribute::new("db.system.name", Value::Static(system)),
-        Attribute::new("wpds.db.sqlite_writer", Value::Bool(writer)),
-    ]
+pub fn database_attributes(engine: wpds_storage::Engine, writer: bool) -> &'static [Attribute<'static>] {
+    const fn of(system: &'static str, writer: bool) -> [Attribute<'static>; 2] {
+        [
+            Attribute::new("db.system.name", Value::Str(system)),
+            Attribute::new("wpds.db.sqlite_writer", Value::Bool(writer)),
+        ]
+    }
+    const SQLITE: [Attribute<'static>; 2] = of("sqlite", false);
+    const SQLITE_WRITER: [Attribute<'static>; 2] = of("sqlite", true);
+    const POSTGRES: [Attribute<'static>; 2] = of("postgresql", false);
+    const POSTGRES_WRITER: [Attribute<'static>; 2] = of("postgresql", true);
+    match (engine, writer) {
+        (wpds_storage::Engine::Sqlite, false) => &SQLITE,
+        (wpds_storage::Engine::Sqlite, true) => &SQLITE_WRITER,
+        (wpds_storage::Engine::Postgres, false) => &POSTGRES,
+        (wpds_storage::Engine::Postgres, true) => &POSTGRES_WRITER,
+    }
 }
 
 /// The current span, as a link the SQLite writer's batch span can point back to (when it
@@ -406,19 +418,20 @@ pub fn record_batch(
     if !tracer.sampler.sample(None, &trace_id) {
         return;
     }
-    tracer.queue(SpanRecord {
+    let links: Vec<Link> = links.iter().map(|l| Link { trace_id: l.trace_id, span_id: l.span_id }).collect();
+    tracer.queue(&SpanRecord {
         context: SpanContext { trace_id, span_id: new_span_id(), sampled: true },
         parent: None,
         trace_state: None,
-        name: Cow::Borrowed("sqlite writer batch"),
+        name: "sqlite writer batch",
         kind: Kind::Internal,
         start: span::unix_nanos(started),
         end: span::unix_nanos(finished),
-        attributes: vec![
-            Attribute::new("db.system.name", Value::Static("sqlite")),
+        attributes: &[
+            Attribute::new("db.system.name", Value::Str("sqlite")),
             Attribute::new("db.operation.batch.size", Value::Int(i64::try_from(writes).unwrap_or(i64::MAX))),
         ],
-        links: links.iter().map(|l| Link { trace_id: l.trace_id, span_id: l.span_id }).collect(),
+        links: &links,
         error: None,
     });
 }

@@ -1,4 +1,6 @@
-//! OTLP's `ExportTraceServiceRequest`, encoded as protobuf straight from [`SpanRecord`]s.
+//! OTLP's `ExportTraceServiceRequest`, encoded as protobuf: each span when it ends
+//! ([`span`], on the request's thread), the message around a batch of them on export
+//! ([`request`]).
 //!
 //! Hand-written because it runs at the span rate: the message has a handful of fields
 //! (opentelemetry-proto's `trace.proto`, `common.proto`, `resource.proto`), and encoding
@@ -57,19 +59,18 @@ fn nested(buf: &mut Vec<u8>, field: u32, body: impl FnOnce(&mut Vec<u8>)) {
 }
 
 /// `KeyValue { key = 1; value = 2 (AnyValue) }`.
-fn attribute(buf: &mut Vec<u8>, field: u32, attribute: &Attribute) {
+fn attribute(buf: &mut Vec<u8>, field: u32, attribute: &Attribute<'_>) {
     nested(buf, field, |buf| {
         bytes(buf, 1, attribute.key.as_bytes());
-        nested(buf, 2, |buf| match &attribute.value {
-            Value::Static(text) => bytes(buf, 1, text.as_bytes()),
-            Value::Text(text) => bytes(buf, 1, text.as_bytes()),
+        nested(buf, 2, |buf| match attribute.value {
+            Value::Str(text) => bytes(buf, 1, text.as_bytes()),
             Value::Bool(flag) => {
                 tag(buf, 2, VARINT);
-                varint(buf, u64::from(*flag));
+                varint(buf, u64::from(flag));
             }
             Value::Int(number) => {
                 tag(buf, 3, VARINT);
-                varint(buf, *number as u64);
+                varint(buf, number as u64);
             }
             Value::Ip(std::net::IpAddr::V4(address)) => {
                 let mut text = [0u8; 15];
@@ -81,7 +82,7 @@ fn attribute(buf: &mut Vec<u8>, field: u32, attribute: &Attribute) {
 }
 
 /// An IPv4 address in dotted decimal, written into `text` without the formatting
-/// machinery (one per server span, on the exporter's thread).
+/// machinery (one per server span).
 fn ipv4(text: &mut [u8; 15], octets: [u8; 4]) -> &[u8] {
     let mut at = 0;
     for (i, octet) in octets.into_iter().enumerate() {
@@ -103,12 +104,16 @@ fn ipv4(text: &mut [u8; 15], octets: [u8; 4]) -> &[u8] {
     &text[..at]
 }
 
-/// `Span` (field numbers of `trace.proto`).
-fn span(buf: &mut Vec<u8>, span: &SpanRecord) {
-    nested(buf, 2, |buf| {
+/// The field of `ScopeSpans` that holds a span.
+const SPANS_FIELD: u32 = 2;
+
+/// Appends `span` to `buf` as one `spans` field of `ScopeSpans` (field numbers of
+/// `trace.proto`): a run of these is what [`request`] wraps.
+pub fn span(buf: &mut Vec<u8>, span: &SpanRecord<'_>) {
+    nested(buf, SPANS_FIELD, |buf| {
         bytes(buf, 1, &span.context.trace_id);
         bytes(buf, 2, &span.context.span_id);
-        if let Some(state) = &span.trace_state {
+        if let Some(state) = span.trace_state {
             bytes(buf, 3, state.as_bytes());
         }
         let mut flags = u32::from(span.context.sampled) | HAS_IS_REMOTE;
@@ -125,10 +130,10 @@ fn span(buf: &mut Vec<u8>, span: &SpanRecord) {
         buf.extend_from_slice(&span.start.to_le_bytes());
         tag(buf, 8, FIXED64);
         buf.extend_from_slice(&span.end.to_le_bytes());
-        for a in &span.attributes {
+        for a in span.attributes {
             attribute(buf, 9, a);
         }
-        for link in &span.links {
+        for link in span.links {
             nested(buf, 13, |buf| {
                 bytes(buf, 1, &link.trace_id);
                 bytes(buf, 2, &link.span_id);
@@ -136,7 +141,7 @@ fn span(buf: &mut Vec<u8>, span: &SpanRecord) {
                 buf.extend_from_slice(&(1 | HAS_IS_REMOTE).to_le_bytes());
             });
         }
-        if let Some(message) = &span.error {
+        if let Some(message) = span.error {
             nested(buf, 15, |buf| {
                 bytes(buf, 2, message.as_bytes());
                 tag(buf, 3, VARINT);
@@ -146,6 +151,31 @@ fn span(buf: &mut Vec<u8>, span: &SpanRecord) {
         tag(buf, 16, FIXED32);
         buf.extend_from_slice(&flags.to_le_bytes());
     });
+}
+
+/// Where each span [`span`] wrote into `spans` ends: the offsets after each, in order.
+/// Stops at anything it did not write (never, unless the buffer was cut).
+pub fn span_ends(spans: &[u8]) -> impl Iterator<Item = usize> + '_ {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        if spans.get(at) != Some(&(((SPANS_FIELD << 3) | LEN) as u8)) {
+            return None;
+        }
+        let mut length = 0_u64;
+        let mut shift = 0;
+        at += 1;
+        loop {
+            let byte = *spans.get(at)?;
+            at += 1;
+            length |= u64::from(byte & 0x7f) << shift;
+            shift += 7;
+            if byte < 0x80 {
+                break;
+            }
+        }
+        at = at.checked_add(usize::try_from(length).ok()?).filter(|end| *end <= spans.len())?;
+        Some(at)
+    })
 }
 
 /// Who exports: the resource's attributes and the instrumentation scope.
@@ -159,28 +189,42 @@ pub struct Origin {
     pub version: &'static str,
 }
 
-/// Writes one `ExportTraceServiceRequest` carrying `spans` into `buf` (cleared first).
-pub fn encode(buf: &mut Vec<u8>, origin: &Origin, spans: &[SpanRecord]) {
-    buf.clear();
-    nested(buf, 1, |buf| {
-        nested(buf, 1, |buf| {
-            for (key, value) in &origin.resource {
-                nested(buf, 1, |buf| {
-                    bytes(buf, 1, key.as_bytes());
-                    nested(buf, 2, |buf| bytes(buf, 1, value.as_bytes()));
-                });
-            }
-        });
-        nested(buf, 2, |buf| {
+/// How many bytes `value` takes as a varint.
+fn varint_len(value: u64) -> usize {
+    let mut scratch = Vec::with_capacity(10);
+    varint(&mut scratch, value);
+    scratch.len()
+}
+
+/// Writes one `ExportTraceServiceRequest` into `buf` (cleared first): one `ResourceSpans`
+/// of `origin` holding one `ScopeSpans` whose spans are `spans` (as [`span`] wrote them).
+/// The lengths are worked out before the spans are copied, so they are copied once.
+pub fn request(buf: &mut Vec<u8>, origin: &Origin, spans: &[u8]) {
+    let mut resource = Vec::new();
+    nested(&mut resource, 1, |buf| {
+        for (key, value) in &origin.resource {
             nested(buf, 1, |buf| {
-                bytes(buf, 1, origin.scope.as_bytes());
-                bytes(buf, 2, origin.version.as_bytes());
+                bytes(buf, 1, key.as_bytes());
+                nested(buf, 2, |buf| bytes(buf, 1, value.as_bytes()));
             });
-            for s in spans {
-                span(buf, s);
-            }
-        });
+        }
     });
+    let mut scope = Vec::new();
+    nested(&mut scope, 1, |buf| {
+        bytes(buf, 1, origin.scope.as_bytes());
+        bytes(buf, 2, origin.version.as_bytes());
+    });
+    let scope_spans = (scope.len() + spans.len()) as u64;
+    let resource_spans = resource.len() as u64 + 1 + varint_len(scope_spans) as u64 + scope_spans;
+    buf.clear();
+    buf.reserve(resource_spans as usize + 16);
+    tag(buf, 1, LEN);
+    varint(buf, resource_spans);
+    buf.extend_from_slice(&resource);
+    tag(buf, 2, LEN);
+    varint(buf, scope_spans);
+    buf.extend_from_slice(&scope);
+    buf.extend_from_slice(spans);
 }
 
 #[cfg(test)]
@@ -207,6 +251,33 @@ mod tests {
             let parsed: std::net::Ipv4Addr = address.parse().expect("an address");
             assert_eq!(ipv4(&mut [0; 15], parsed.octets()), address.as_bytes());
         }
+    }
+
+    #[test]
+    fn span_ends_finds_every_span_written() {
+        let context =
+            super::super::context::SpanContext { trace_id: [1; 16], span_id: [2; 8], sampled: true };
+        let long = "x".repeat(300);
+        let mut buf = Vec::new();
+        let mut ends = Vec::new();
+        for name in ["short", long.as_str(), "again"] {
+            let record = SpanRecord {
+                context,
+                parent: None,
+                trace_state: None,
+                name,
+                kind: super::super::span::Kind::Internal,
+                start: 1,
+                end: 2,
+                attributes: &[],
+                links: &[],
+                error: None,
+            };
+            span(&mut buf, &record);
+            ends.push(buf.len());
+        }
+        assert_eq!(span_ends(&buf).collect::<Vec<_>>(), ends);
+        assert_eq!(span_ends(&buf[..buf.len() - 1]).count(), 2, "a cut span is not counted");
     }
 
     #[test]
