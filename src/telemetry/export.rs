@@ -201,8 +201,8 @@ impl Exporter {
         spans.clear();
     }
 
-    /// Exports what is queued and stops the thread (at shutdown; waits at most one post's
-    /// timeout per step of each post).
+    /// Exports what is queued and stops the thread (at shutdown; when the collector does
+    /// not answer, this waits for one post's timeouts, then drops the rest).
     pub fn shutdown(&self) {
         self.queue.state.lock().unwrap_or_else(PoisonError::into_inner).stopping = true;
         self.queue.wake.notify_one();
@@ -248,8 +248,11 @@ fn run(queue: &Queue, settings: &Settings, origin: &Origin, agent: &ureq::Agent)
             dropped += std::mem::take(&mut state.dropped);
             (std::mem::replace(&mut state.spans, spare), state.stopping)
         };
-        // Batches of at most `max_batch` spans, cut where spans end.
-        let (mut start, mut count) = (0, 0);
+        // Batches of at most `max_batch` spans, cut where spans end. After a failed post
+        // the rest of the round is dropped, not posted: a collector that timed out once
+        // would likely time out again, and at shutdown that would hold the process for a
+        // timeout per batch.
+        let (mut start, mut count, mut failed) = (0, 0, false);
         let ends = otlp::span_ends(&spans.bytes);
         for end in ends.chain(std::iter::once(usize::MAX)) {
             let last = end == usize::MAX;
@@ -258,10 +261,15 @@ fn run(queue: &Queue, settings: &Settings, origin: &Origin, agent: &ureq::Agent)
             }
             if count > 0 && (count == settings.max_batch || last) {
                 let cut = if last { spans.bytes.len() } else { end };
-                otlp::request(&mut body, origin, &spans.bytes[start..cut]);
-                if let Err(e) = post(agent, settings, &body) {
+                if failed {
                     dropped += count as u64;
-                    failure = Some(e);
+                } else {
+                    otlp::request(&mut body, origin, &spans.bytes[start..cut]);
+                    if let Err(e) = post(agent, settings, &body) {
+                        dropped += count as u64;
+                        failure = Some(e);
+                        failed = true;
+                    }
                 }
                 (start, count) = (cut, 0);
             }
@@ -335,6 +343,49 @@ mod tests {
             [("api-key".to_owned(), "a b".to_owned()), ("x-tenant".to_owned(), "t1".to_owned())]
         );
         assert_eq!(warnings.len(), 1, "{warnings:?}");
+    }
+
+    #[test]
+    fn a_silent_collector_holds_shutdown_for_one_post_not_one_per_batch() {
+        // A listener that never accepts: connections complete in the kernel's backlog, the
+        // request is sent, no answer ever comes.
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+        let (settings, _) =
+            Settings::read(format!("http://{}/v1/traces", silent.local_addr().expect("bound")), |name| {
+                match name {
+                    "OTEL_EXPORTER_OTLP_TIMEOUT" => Some("300".to_owned()),
+                    "OTEL_BSP_MAX_EXPORT_BATCH_SIZE" => Some("2".to_owned()),
+                    "OTEL_BSP_SCHEDULE_DELAY" => Some("60000".to_owned()),
+                    _ => None,
+                }
+            });
+        let origin = Origin { resource: Vec::new(), scope: "test", version: "0" };
+        let exporter = Exporter::start(settings, origin).expect("started");
+        let mut spans = Encoded::default();
+        let context =
+            super::super::context::SpanContext { trace_id: [1; 16], span_id: [2; 8], sampled: true };
+        for _ in 0..40 {
+            let record = super::super::span::SpanRecord {
+                context,
+                parent: None,
+                trace_state: None,
+                name: "work",
+                kind: super::super::span::Kind::Internal,
+                start: 1,
+                end: 2,
+                attributes: &[],
+                links: &[],
+                error: None,
+            };
+            otlp::span(&mut spans.bytes, &record);
+            spans.count += 1;
+        }
+        exporter.push(&mut spans);
+        assert_eq!(spans.count, 0, "the spans were taken");
+        let started = Instant::now();
+        exporter.shutdown();
+        // 20 batches: one post's timeouts (~0.3 s), not twenty (~6 s).
+        assert!(started.elapsed() < Duration::from_secs(3), "shutdown took {:?}", started.elapsed());
     }
 
     #[test]

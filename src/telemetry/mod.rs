@@ -60,7 +60,8 @@ struct Tracer {
 static TRACER: OnceLock<Tracer> = OnceLock::new();
 
 /// How many child spans a thread keeps before it queues them without waiting for their
-/// request's server span.
+/// request's server span. (The children of a request dropped before it was answered — its
+/// client went away — wait for the next request this thread answers, or for this bound.)
 const HELD: usize = 64;
 
 thread_local! {
