@@ -121,6 +121,12 @@ pub struct Encoded {
 }
 
 impl Encoded {
+    /// Encodes `span` after the others.
+    pub fn add(&mut self, span: &super::span::SpanRecord<'_>) {
+        otlp::span(&mut self.bytes, span);
+        self.count += 1;
+    }
+
     /// Empties it, keeping its room.
     pub fn clear(&mut self) {
         self.bytes.clear();
@@ -362,23 +368,8 @@ mod tests {
         let origin = Origin { resource: Vec::new(), scope: "test", version: "0" };
         let exporter = Exporter::start(settings, origin).expect("started");
         let mut spans = Encoded::default();
-        let context =
-            super::super::context::SpanContext { trace_id: [1; 16], span_id: [2; 8], sampled: true };
         for _ in 0..40 {
-            let record = super::super::span::SpanRecord {
-                context,
-                parent: None,
-                trace_state: None,
-                name: "work",
-                kind: super::super::span::Kind::Internal,
-                start: 1,
-                end: 2,
-                attributes: &[],
-                links: &[],
-                error: None,
-            };
-            otlp::span(&mut spans.bytes, &record);
-            spans.count += 1;
+            spans.add(&super::super::span::SpanRecord::internal("work"));
         }
         exporter.push(&mut spans);
         assert_eq!(spans.count, 0, "the spans were taken");

@@ -76,8 +76,7 @@ impl Tracer {
     fn hold(&self, span: &SpanRecord<'_>) {
         ENDED.with(|ended| {
             let mut ended = ended.borrow_mut();
-            otlp::span(&mut ended.bytes, span);
-            ended.count += 1;
+            ended.add(span);
             if ended.count >= HELD {
                 self.exporter.push(&mut ended);
             }
@@ -88,15 +87,11 @@ impl Tracer {
     fn queue(&self, span: &SpanRecord<'_>) {
         ENDED.with(|ended| {
             let mut ended = ended.borrow_mut();
-            otlp::span(&mut ended.bytes, span);
-            ended.count += 1;
+            ended.add(span);
             self.exporter.push(&mut ended);
         });
     }
 }
-
-/// The standard variable naming the collector (`http://collector:4318`).
-pub const ENDPOINT_VARIABLE: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
 
 /// Turns tracing on, exporting to the collector at `endpoint` (the base URL: traces go to
 /// its `/v1/traces`, unless `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` names another), unless
@@ -251,20 +246,6 @@ pub fn server_span(parent: Option<&Remote>) -> Option<ServerSpan> {
     })
 }
 
-/// The method's name, without an allocation for the standard methods.
-fn method_name(method: &Method) -> Cow<'static, str> {
-    Cow::Borrowed(match *method {
-        Method::GET => "GET",
-        Method::PUT => "PUT",
-        Method::POST => "POST",
-        Method::PATCH => "PATCH",
-        Method::DELETE => "DELETE",
-        Method::HEAD => "HEAD",
-        Method::OPTIONS => "OPTIONS",
-        _ => return Cow::Owned(method.as_str().to_owned()),
-    })
-}
-
 /// The route a request took, as its server span names it.
 pub enum Route {
     /// One of the contract's operations: its span name (`{method} {route}`), route
@@ -305,15 +286,15 @@ pub fn end_server_span(span: ServerSpan, method: &Method, answered: Answered<'_>
         return;
     }
     let end = span::now();
-    let method = method_name(method);
+    let method = method.as_str();
     let (name, route, operation_id) = match &answered.route {
         Route::Operation { span_name, route, operation_id } => {
             (Cow::Borrowed(*span_name), Some(*route), Some(*operation_id))
         }
         Route::Other(route) => (Cow::Owned(format!("{method} {route}")), Some(route.as_str()), None),
-        Route::Unmatched => (method.clone(), None, None),
+        Route::Unmatched => (Cow::Borrowed(method), None, None),
     };
-    let mut attributes = [Attribute::new("http.request.method", Value::Str(&method)); 7];
+    let mut attributes = [Attribute::new("http.request.method", Value::Str(method)); 7];
     let mut count = 1;
     let mut add = |key, value| {
         attributes[count] = Attribute::new(key, value);

@@ -191,9 +191,8 @@ pub struct Origin {
 
 /// How many bytes `value` takes as a varint.
 fn varint_len(value: u64) -> usize {
-    let mut scratch = Vec::with_capacity(10);
-    varint(&mut scratch, value);
-    scratch.len()
+    // Seven bits a byte, and one byte for zero.
+    (64 - (value | 1).leading_zeros() as usize).div_ceil(7)
 }
 
 /// Writes one `ExportTraceServiceRequest` into `buf` (cleared first): one `ResourceSpans`
@@ -255,29 +254,24 @@ mod tests {
 
     #[test]
     fn span_ends_finds_every_span_written() {
-        let context =
-            super::super::context::SpanContext { trace_id: [1; 16], span_id: [2; 8], sampled: true };
         let long = "x".repeat(300);
         let mut buf = Vec::new();
         let mut ends = Vec::new();
         for name in ["short", long.as_str(), "again"] {
-            let record = SpanRecord {
-                context,
-                parent: None,
-                trace_state: None,
-                name,
-                kind: super::super::span::Kind::Internal,
-                start: 1,
-                end: 2,
-                attributes: &[],
-                links: &[],
-                error: None,
-            };
-            span(&mut buf, &record);
+            span(&mut buf, &SpanRecord::internal(name));
             ends.push(buf.len());
         }
         assert_eq!(span_ends(&buf).collect::<Vec<_>>(), ends);
         assert_eq!(span_ends(&buf[..buf.len() - 1]).count(), 2, "a cut span is not counted");
+    }
+
+    #[test]
+    fn varint_len_is_what_varint_writes() {
+        for value in [0, 1, 127, 128, 16_383, 16_384, u64::from(u32::MAX), u64::MAX] {
+            let mut buf = Vec::new();
+            varint(&mut buf, value);
+            assert_eq!(varint_len(value), buf.len(), "{value}");
+        }
     }
 
     #[test]

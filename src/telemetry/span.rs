@@ -87,3 +87,22 @@ pub fn unix_nanos(at: SystemTime) -> u64 {
 pub fn now() -> u64 {
     unix_nanos(SystemTime::now())
 }
+
+#[cfg(test)]
+impl<'a> SpanRecord<'a> {
+    /// A bare internal span `name` of a fixed trace, for the encoding tests.
+    pub fn internal(name: &'a str) -> Self {
+        SpanRecord {
+            context: SpanContext { trace_id: [1; 16], span_id: [2; 8], sampled: true },
+            parent: None,
+            trace_state: None,
+            name,
+            kind: Kind::Internal,
+            start: 1,
+            end: 2,
+            attributes: &[],
+            links: &[],
+            error: None,
+        }
+    }
+}
