@@ -13,3 +13,4 @@ mod database;
 mod harness;
 mod logs;
 mod metrics;
+mod tracing;
