@@ -14,7 +14,7 @@
 use crate::harness::{Seeded, Server, agent};
 use std::io::Write;
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// A POST to `/v1/auth/refresh` (no token needed) announcing `length` body bytes.
@@ -37,6 +37,65 @@ fn unknown_keys_body(size: usize) -> Vec<u8> {
     body.into_bytes()
 }
 
+/// The flood's sockets, each held open by a second handle until [`Release`] cuts them,
+/// so a client thread may end as soon as it has seen its answer.
+#[derive(Default)]
+struct Held(std::sync::Mutex<Vec<TcpStream>>);
+
+impl Held {
+    /// Keeps a second handle on `stream`: the connection stays open when the client's
+    /// own handle is dropped.
+    fn hold(&self, stream: &TcpStream) -> std::io::Result<()> {
+        let handle = stream.try_clone()?;
+        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(handle);
+        Ok(())
+    }
+}
+
+/// Dropped, shuts every held socket, so a client blocked in a write or a peek returns at
+/// once: whatever ends the test's probing (its end, or a failed assertion unwinding), the
+/// scope can join the clients, and a failure is reported instead of hanging.
+struct Release<'a>(&'a Held);
+
+impl Drop for Release<'_> {
+    fn drop(&mut self) {
+        for socket in self.0.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).iter() {
+            let _ = socket.shutdown(std::net::Shutdown::Both);
+        }
+    }
+}
+
+/// One client of the flood: sends `body` to `/v1/auth/refresh` and waits for the answer
+/// without reading it (it only peeks at the status line). Returns the status, or what
+/// went wrong instead; never panics, so the test always learns how each client ended.
+fn send_and_never_read(port: u16, body: &[u8], held: &Held) -> String {
+    let mut stream = match TcpStream::connect(("127.0.0.1", port)) {
+        Ok(stream) => stream,
+        Err(error) => return format!("connect: {error}"),
+    };
+    let timeouts = stream
+        .set_write_timeout(Some(Duration::from_secs(200)))
+        .and_then(|()| stream.set_read_timeout(Some(Duration::from_secs(200))))
+        .and_then(|()| held.hold(&stream));
+    if let Err(error) = timeouts {
+        return format!("socket options: {error}");
+    }
+    let sent =
+        stream.write_all(refresh_head(port, body.len()).as_bytes()).and_then(|()| stream.write_all(body));
+    if let Err(error) = sent {
+        return format!("write: {error}");
+    }
+    let mut status_line = [0u8; 12];
+    loop {
+        match stream.peek(&mut status_line) {
+            Ok(12..) => return String::from_utf8_lossy(&status_line[9..]).into_owned(),
+            Ok(0) => return "closed without an answer".to_owned(),
+            Ok(_) => std::thread::sleep(Duration::from_millis(10)),
+            Err(error) => return format!("peek: {error}"),
+        }
+    }
+}
+
 #[test]
 fn a_flood_of_large_bodies_whose_answers_are_never_read_keeps_memory_bounded() {
     // Arrange: the default body budget (64 MiB); a 1 MiB body of unknown keys.
@@ -53,42 +112,35 @@ fn a_flood_of_large_bodies_whose_answers_are_never_read_keeps_memory_bounded() {
     // Act: 256 connections each send the body and never read the answer (they only peek
     // to learn that it has come).
     let done = AtomicUsize::new(0);
-    let stop = AtomicBool::new(false);
+    let held = Held::default();
     let statuses = std::sync::Mutex::new(Vec::new());
     let slowest_probe = std::thread::scope(|scope| {
-        let mut open = Vec::new();
+        let _release = Release(&held);
         for _ in 0..256 {
-            open.push(scope.spawn(|| {
-                let mut stream = TcpStream::connect(("127.0.0.1", server.port)).expect("connect");
-                stream.set_write_timeout(Some(Duration::from_secs(200))).expect("a write timeout");
-                stream.set_read_timeout(Some(Duration::from_secs(200))).expect("a read timeout");
-                let sent = stream
-                    .write_all(refresh_head(server.port, body.len()).as_bytes())
-                    .and_then(|()| stream.write_all(&body));
-                // The answer has come: its status line is peeked at, and it stays unread.
-                let mut status_line = [0u8; 12];
-                while sent.is_ok() && stream.peek(&mut status_line).is_ok_and(|n| n > 0 && n < 12) {
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                statuses.lock().unwrap().push(String::from_utf8_lossy(&status_line[9..]).into_owned());
+            scope.spawn(|| {
+                let status = send_and_never_read(server.port, &body, &held);
+                statuses.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(status);
                 done.fetch_add(1, Ordering::SeqCst);
-                while sent.is_ok() && !stop.load(Ordering::SeqCst) {
-                    std::thread::sleep(Duration::from_millis(50));
-                }
-            }));
+            });
         }
         // Assert, meanwhile: liveness answers throughout.
         let mut slowest = Duration::ZERO;
         let deadline = Instant::now() + Duration::from_secs(240);
         while done.load(Ordering::SeqCst) < 256 {
-            assert!(Instant::now() < deadline, "the flood was not read within 240 s");
+            assert!(
+                Instant::now() < deadline,
+                "the flood was not read within 240 s: {} of 256 clients answered; the server's log:\n{}",
+                done.load(Ordering::SeqCst),
+                server.log_text()
+            );
             let started = Instant::now();
-            let response = agent().get(format!("{}/healthz", server.base)).call().expect("/healthz answers");
+            let response = agent().get(format!("{}/healthz", server.base)).call().unwrap_or_else(|error| {
+                panic!("/healthz did not answer: {error}; the server's log:\n{}", server.log_text())
+            });
             assert_eq!(response.status(), 200);
             slowest = slowest.max(started.elapsed());
             std::thread::sleep(Duration::from_millis(200));
         }
-        stop.store(true, Ordering::SeqCst);
         slowest
     });
 
