@@ -1,5 +1,5 @@
 //! The exporter: finished spans, already encoded ([`super::otlp::span`]), wait in a bounded
-//! queue, and one thread of its own wraps them into requests ([`super::otlp::request`]) and
+//! queue, and one thread of its own wraps them into requests ([`super::otlp::Envelope`]) and
 //! posts them to the collector, a batch at a time.
 //!
 //! A request only ever appends its spans' bytes to the queue (one lock, held for a copy):
@@ -147,6 +147,9 @@ struct State {
     spans: Encoded,
     /// Spans dropped since the exporter last looked (the queue was full).
     dropped: u64,
+    /// How many spans the exporter carries over from its last round: with the queue's,
+    /// they make the batch that wakes it.
+    carried: usize,
     stopping: bool,
 }
 
@@ -160,7 +163,12 @@ impl Exporter {
     /// Starts the exporter thread, posting to `settings.endpoint` as `origin`.
     pub fn start(settings: Settings, origin: Origin) -> Result<Exporter, String> {
         let queue = Arc::new(Queue {
-            state: Mutex::new(State { spans: preallocated(&settings), dropped: 0, stopping: false }),
+            state: Mutex::new(State {
+                spans: preallocated(&settings),
+                dropped: 0,
+                carried: 0,
+                stopping: false,
+            }),
             wake: Condvar::new(),
             max_queue: settings.max_queue,
             max_batch: settings.max_batch,
@@ -196,10 +204,10 @@ impl Exporter {
         if state.spans.count + spans.count > self.queue.max_queue {
             state.dropped += spans.count as u64;
         } else {
-            let before = state.spans.count;
+            let before = state.carried + state.spans.count;
             state.spans.bytes.extend_from_slice(&spans.bytes);
             state.spans.count += spans.count;
-            if before < self.queue.max_batch && state.spans.count >= self.queue.max_batch {
+            if before < self.queue.max_batch && before + spans.count >= self.queue.max_batch {
                 self.queue.wake.notify_one();
             }
         }
@@ -234,8 +242,17 @@ const WARN_EVERY: Duration = Duration::from_secs(10);
 
 /// The exporter thread: waits for a full batch or the schedule delay, takes the queue,
 /// posts it; until shutdown, after one last round.
+///
+/// Woken by a full batch, it posts whole batches only and carries the spans of the last,
+/// partial one over to the next round (posted first then): the queue has grown a little
+/// past the batch size by the time the thread runs, and posting that remainder at once
+/// would make every other post a small one (a post costs the same system calls whatever
+/// its size). At the schedule delay and at shutdown everything goes. The spans carried
+/// are fewer than a batch, so at most `max_queue + max_batch` spans wait at any time.
 fn run(queue: &Queue, settings: &Settings, origin: &Origin, agent: &ureq::Agent) {
     let mut spare = preallocated(settings);
+    let envelope = otlp::Envelope::new(origin);
+    let mut carried = Encoded::default();
     let mut body = Vec::new();
     let mut dropped = 0_u64;
     let mut failure: Option<String> = None;
@@ -244,7 +261,8 @@ fn run(queue: &Queue, settings: &Settings, origin: &Origin, agent: &ureq::Agent)
         let (mut spans, stopping) = {
             let mut state = queue.state.lock().unwrap_or_else(PoisonError::into_inner);
             let deadline = Instant::now() + settings.schedule_delay;
-            while !state.stopping && state.spans.count < settings.max_batch {
+            state.carried = carried.count;
+            while !state.stopping && carried.count + state.spans.count < settings.max_batch {
                 let left = deadline.saturating_duration_since(Instant::now());
                 if left.is_zero() {
                     break;
@@ -254,30 +272,42 @@ fn run(queue: &Queue, settings: &Settings, origin: &Origin, agent: &ureq::Agent)
             dropped += std::mem::take(&mut state.dropped);
             (std::mem::replace(&mut state.spans, spare), state.stopping)
         };
-        // Batches of at most `max_batch` spans, cut where spans end. After a failed post
-        // the rest of the round is dropped, not posted: a collector that timed out once
-        // would likely time out again, and at shutdown that would hold the process for a
-        // timeout per batch.
-        let (mut start, mut count, mut failed) = (0, 0, false);
+        let full = !stopping && carried.count + spans.count >= settings.max_batch;
+        // Batches of at most `max_batch` spans, the carried ones first, cut where spans
+        // end. After a failed post the rest of the round is dropped, not posted: a
+        // collector that timed out once would likely time out again, and at shutdown that
+        // would hold the process for a timeout per batch.
+        let (mut start, mut count, mut failed) = (0, carried.count, false);
         let ends = otlp::span_ends(&spans.bytes);
         for end in ends.chain(std::iter::once(usize::MAX)) {
             let last = end == usize::MAX;
             if !last {
                 count += 1;
             }
-            if count > 0 && (count == settings.max_batch || last) {
-                let cut = if last { spans.bytes.len() } else { end };
+            let cut = if last { spans.bytes.len() } else { end };
+            if count > 0 && (count == settings.max_batch || (last && !full)) {
                 if failed {
                     dropped += count as u64;
                 } else {
-                    otlp::request(&mut body, origin, &spans.bytes[start..cut]);
+                    envelope.wrap(&mut body, &[&carried.bytes, &spans.bytes[start..cut]]);
                     if let Err(e) = post(agent, settings, &body) {
                         dropped += count as u64;
                         failure = Some(e);
                         failed = true;
                     }
                 }
+                carried.clear();
                 (start, count) = (cut, 0);
+            } else if last && count > 0 {
+                // A full round's partial batch: carried over (behind what is carried
+                // already, when no batch was cut; after a failure, dropped instead).
+                if failed {
+                    dropped += count as u64;
+                    carried.clear();
+                } else {
+                    carried.bytes.extend_from_slice(&spans.bytes[start..cut]);
+                    carried.count = count;
+                }
             }
         }
         spans.clear();
@@ -377,6 +407,116 @@ mod tests {
         exporter.shutdown();
         // 20 batches: one post's timeouts (~0.3 s), not twenty (~6 s).
         assert!(started.elapsed() < Duration::from_secs(3), "shutdown took {:?}", started.elapsed());
+    }
+
+    /// The length-delimited fields of a protobuf message, as (field number, content); the
+    /// others skipped.
+    fn len_fields(mut message: &[u8]) -> Vec<(u64, &[u8])> {
+        fn varint(buf: &mut &[u8]) -> u64 {
+            let (mut value, mut shift) = (0, 0);
+            loop {
+                let byte = buf[0];
+                *buf = &buf[1..];
+                value |= u64::from(byte & 0x7f) << shift;
+                shift += 7;
+                if byte < 0x80 {
+                    return value;
+                }
+            }
+        }
+        let mut fields = Vec::new();
+        while !message.is_empty() {
+            let tag = varint(&mut message);
+            match tag & 7 {
+                0 => drop(varint(&mut message)),
+                1 => message = &message[8..],
+                5 => message = &message[4..],
+                2 => {
+                    let length = usize::try_from(varint(&mut message)).expect("a length");
+                    fields.push((tag >> 3, &message[..length]));
+                    message = &message[length..];
+                }
+                wire => panic!("wire type {wire}"),
+            }
+        }
+        fields
+    }
+
+    /// A collector on a loopback port that answers every post 200 and sends the names of
+    /// the spans each post carried down `posts`.
+    fn recording_collector(posts: std::sync::mpsc::Sender<Vec<String>>) -> String {
+        use std::io::{BufRead, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+        let endpoint = format!("http://{}/v1/traces", listener.local_addr().expect("bound"));
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let mut reader = std::io::BufReader::new(stream.try_clone().expect("a second handle"));
+                let mut writer = stream;
+                loop {
+                    let (mut line, mut length) = (String::new(), 0);
+                    while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line != "\r\n" {
+                        if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                            length = value.trim().parse().expect("a length");
+                        }
+                        line.clear();
+                    }
+                    if line.is_empty() {
+                        break;
+                    }
+                    let mut body = vec![0; length];
+                    reader.read_exact(&mut body).expect("the body");
+                    let mut names = Vec::new();
+                    for (_, resource_spans) in len_fields(&body).into_iter().filter(|(f, _)| *f == 1) {
+                        for (_, scope_spans) in
+                            len_fields(resource_spans).into_iter().filter(|(f, _)| *f == 2)
+                        {
+                            for (_, span) in len_fields(scope_spans).into_iter().filter(|(f, _)| *f == 2) {
+                                let name =
+                                    len_fields(span).into_iter().find(|(f, _)| *f == 5).expect("a name").1;
+                                names.push(String::from_utf8(name.to_vec()).expect("text"));
+                            }
+                        }
+                    }
+                    let _ = posts.send(names);
+                    writer.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n").expect("the answer");
+                }
+            }
+        });
+        endpoint
+    }
+
+    #[test]
+    fn a_full_round_posts_whole_batches_and_carries_the_rest_over_in_order() {
+        // Arrange: batches of 4, a schedule delay that never comes.
+        let (sender, posts) = std::sync::mpsc::channel();
+        let (settings, _) = Settings::read(recording_collector(sender), |name| match name {
+            "OTEL_BSP_MAX_EXPORT_BATCH_SIZE" => Some("4".to_owned()),
+            "OTEL_BSP_SCHEDULE_DELAY" => Some("60000".to_owned()),
+            _ => None,
+        });
+        let origin = Origin { resource: Vec::new(), scope: "test", version: "0" };
+        let exporter = Exporter::start(settings, origin).expect("started");
+        let push = |names: std::ops::Range<usize>| {
+            let mut spans = Encoded::default();
+            for i in names {
+                spans.add(&super::super::span::SpanRecord::internal(&format!("s{i}")));
+            }
+            exporter.push(&mut spans);
+        };
+        let next = || posts.recv_timeout(Duration::from_secs(10)).expect("a post");
+        let names = |range: std::ops::Range<usize>| range.map(|i| format!("s{i}")).collect::<Vec<_>>();
+
+        // Act and assert: 10 spans make two posts of 4 and carry 2; 3 more make a third
+        // post (the 2 carried first) and carry 1, which goes at shutdown.
+        push(0..10);
+        assert_eq!(next(), names(0..4));
+        assert_eq!(next(), names(4..8));
+        assert!(posts.recv_timeout(Duration::from_millis(300)).is_err(), "the partial batch waits");
+        push(10..13);
+        assert_eq!(next(), names(8..12));
+        exporter.shutdown();
+        assert_eq!(next(), names(12..13));
+        assert!(posts.try_recv().is_err(), "no other post");
     }
 
     #[test]

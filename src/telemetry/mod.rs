@@ -309,8 +309,9 @@ pub fn end_server_span(span: ServerSpan, method: &Method, answered: Answered<'_>
     add("url.path", Value::Str(answered.path));
     add("http.response.status_code", Value::Int(i64::from(answered.status)));
     add("network.protocol.version", Value::Str(answered.protocol_version));
+    let mut address = [0; 45];
     if let Some(client) = answered.client {
-        add("client.address", Value::Ip(client));
+        add("client.address", Value::Str(span::address_text(client, &mut address)));
     }
     let error = (answered.status >= 500).then(|| format!("answered {}", answered.status));
     tracer.queue(&SpanRecord {

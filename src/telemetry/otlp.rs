@@ -1,6 +1,6 @@
 //! OTLP's `ExportTraceServiceRequest`, encoded as protobuf: each span when it ends
 //! ([`span`], on the request's thread), the message around a batch of them on export
-//! ([`request`]).
+//! ([`Envelope`]).
 //!
 //! Hand-written because it runs at the span rate: the message has a handful of fields
 //! (opentelemetry-proto's `trace.proto`, `common.proto`, `resource.proto`), and encoding
@@ -58,99 +58,185 @@ fn nested(buf: &mut Vec<u8>, field: u32, body: impl FnOnce(&mut Vec<u8>)) {
     }
 }
 
-/// `KeyValue { key = 1; value = 2 (AnyValue) }`.
-fn attribute(buf: &mut Vec<u8>, field: u32, attribute: &Attribute<'_>) {
-    nested(buf, field, |buf| {
-        bytes(buf, 1, attribute.key.as_bytes());
-        nested(buf, 2, |buf| match attribute.value {
-            Value::Str(text) => bytes(buf, 1, text.as_bytes()),
-            Value::Bool(flag) => {
-                tag(buf, 2, VARINT);
-                varint(buf, u64::from(flag));
-            }
-            Value::Int(number) => {
-                tag(buf, 3, VARINT);
-                varint(buf, number as u64);
-            }
-            Value::Ip(std::net::IpAddr::V4(address)) => {
-                let mut text = [0u8; 15];
-                bytes(buf, 1, ipv4(&mut text, address.octets()));
-            }
-            Value::Ip(address) => bytes(buf, 1, address.to_string().as_bytes()),
-        });
-    });
+/// How many bytes a field's tag takes.
+const fn tag_len(field: u32) -> usize {
+    varint_len((field << 3) as u64)
 }
 
-/// An IPv4 address in dotted decimal, written into `text` without the formatting
-/// machinery (one per server span).
-fn ipv4(text: &mut [u8; 15], octets: [u8; 4]) -> &[u8] {
-    let mut at = 0;
-    for (i, octet) in octets.into_iter().enumerate() {
-        if i > 0 {
-            text[at] = b'.';
-            at += 1;
-        }
-        if octet >= 100 {
-            text[at] = b'0' + octet / 100;
-            at += 1;
-        }
-        if octet >= 10 {
-            text[at] = b'0' + octet / 10 % 10;
-            at += 1;
-        }
-        text[at] = b'0' + octet % 10;
-        at += 1;
+/// How many bytes a length-delimited field of `length` bytes takes, tag and length told.
+const fn len_field(field: u32, length: usize) -> usize {
+    tag_len(field) + varint_len(length as u64) + length
+}
+
+/// The length of an `AnyValue` holding `value`.
+const fn value_len(value: &Value<'_>) -> usize {
+    match *value {
+        Value::Str(text) => len_field(1, text.len()),
+        Value::Bool(_) => 2,
+        Value::Int(number) => 1 + varint_len(number as u64),
     }
-    &text[..at]
+}
+
+/// The length of a `KeyValue` holding `attribute`.
+const fn attribute_len(attribute: &Attribute<'_>) -> usize {
+    len_field(1, attribute.key.len()) + len_field(2, value_len(&attribute.value))
+}
+
+/// The room made for one span, written front to back: the hot path's writer. Its
+/// length was worked out first, so nothing here grows a buffer or moves what it wrote,
+/// and fixed-size fields are copied as such (no call to `memcpy` for an id).
+struct Room<'a> {
+    room: &'a mut [u8],
+    at: usize,
+}
+
+impl Room<'_> {
+    fn byte(&mut self, byte: u8) {
+        self.room[self.at] = byte;
+        self.at += 1;
+    }
+
+    fn fixed<const N: usize>(&mut self, data: &[u8; N]) {
+        self.room[self.at..self.at + N].copy_from_slice(data);
+        self.at += N;
+    }
+
+    fn slice(&mut self, data: &[u8]) {
+        self.room[self.at..self.at + data.len()].copy_from_slice(data);
+        self.at += data.len();
+    }
+
+    fn varint(&mut self, mut value: u64) {
+        while value >= 0x80 {
+            self.byte((value as u8) | 0x80);
+            value >>= 7;
+        }
+        self.byte(value as u8);
+    }
+
+    fn tag(&mut self, field: u32, wire: u32) {
+        self.varint(u64::from(field << 3 | wire));
+    }
+
+    /// A length-delimited field's tag and length, its content to follow.
+    fn len(&mut self, field: u32, length: usize) {
+        self.tag(field, LEN);
+        self.varint(length as u64);
+    }
+
+    fn bytes(&mut self, field: u32, data: &[u8]) {
+        self.len(field, data.len());
+        self.slice(data);
+    }
+
+    fn id<const N: usize>(&mut self, field: u32, id: &[u8; N]) {
+        self.len(field, N);
+        self.fixed(id);
+    }
+
+    /// `KeyValue { key = 1; value = 2 (AnyValue) }`, as field `field`.
+    fn attribute(&mut self, field: u32, attribute: &Attribute<'_>) {
+        self.len(field, attribute_len(attribute));
+        self.bytes(1, attribute.key.as_bytes());
+        self.len(2, value_len(&attribute.value));
+        match attribute.value {
+            Value::Str(text) => self.bytes(1, text.as_bytes()),
+            Value::Bool(flag) => {
+                self.tag(2, VARINT);
+                self.varint(u64::from(flag));
+            }
+            Value::Int(number) => {
+                self.tag(3, VARINT);
+                self.varint(number as u64);
+            }
+        }
+    }
+}
+
+/// The length of a `Span.Link`: trace id, span id and flags.
+const LINK_LEN: usize = len_field(1, 16) + len_field(2, 8) + 5;
+
+/// The length of the error `Status` whose message is `message`.
+const fn status_len(message: &str) -> usize {
+    len_field(2, message.len()) + 2
+}
+
+/// The length of `span`'s `Span` message: what [`span`] writes after the tag and length.
+fn span_len(span: &SpanRecord<'_>) -> usize {
+    let mut length = len_field(1, 16)
+        + len_field(2, 8)
+        + len_field(5, span.name.len())
+        + 1
+        + varint_len(span.kind as u64)
+        + 2 * 9
+        + tag_len(16)
+        + 4;
+    if let Some(state) = span.trace_state {
+        length += len_field(3, state.len());
+    }
+    if span.parent.is_some() {
+        length += len_field(4, 8);
+    }
+    for a in span.attributes {
+        length += len_field(9, attribute_len(a));
+    }
+    length += span.links.len() * len_field(13, LINK_LEN);
+    if let Some(message) = span.error {
+        length += len_field(15, status_len(message));
+    }
+    length
 }
 
 /// The field of `ScopeSpans` that holds a span.
 const SPANS_FIELD: u32 = 2;
 
 /// Appends `span` to `buf` as one `spans` field of `ScopeSpans` (field numbers of
-/// `trace.proto`): a run of these is what [`request`] wraps.
+/// `trace.proto`): a run of these is what [`Envelope::wrap`] wraps. Its length is worked out
+/// first ([`span_len`]), so it is written in one pass, after room is made once.
 pub fn span(buf: &mut Vec<u8>, span: &SpanRecord<'_>) {
-    nested(buf, SPANS_FIELD, |buf| {
-        bytes(buf, 1, &span.context.trace_id);
-        bytes(buf, 2, &span.context.span_id);
-        if let Some(state) = span.trace_state {
-            bytes(buf, 3, state.as_bytes());
+    let length = span_len(span);
+    let start = buf.len();
+    buf.resize(start + len_field(SPANS_FIELD, length), 0);
+    let mut out = Room { room: &mut buf[start..], at: 0 };
+    out.len(SPANS_FIELD, length);
+    out.id(1, &span.context.trace_id);
+    out.id(2, &span.context.span_id);
+    if let Some(state) = span.trace_state {
+        out.bytes(3, state.as_bytes());
+    }
+    let mut flags = u32::from(span.context.sampled) | HAS_IS_REMOTE;
+    if let Some((parent, remote)) = &span.parent {
+        out.id(4, parent);
+        if *remote {
+            flags |= IS_REMOTE;
         }
-        let mut flags = u32::from(span.context.sampled) | HAS_IS_REMOTE;
-        if let Some((parent, remote)) = &span.parent {
-            bytes(buf, 4, parent);
-            if *remote {
-                flags |= IS_REMOTE;
-            }
-        }
-        bytes(buf, 5, span.name.as_bytes());
-        tag(buf, 6, VARINT);
-        varint(buf, span.kind as u64);
-        tag(buf, 7, FIXED64);
-        buf.extend_from_slice(&span.start.to_le_bytes());
-        tag(buf, 8, FIXED64);
-        buf.extend_from_slice(&span.end.to_le_bytes());
-        for a in span.attributes {
-            attribute(buf, 9, a);
-        }
-        for link in span.links {
-            nested(buf, 13, |buf| {
-                bytes(buf, 1, &link.trace_id);
-                bytes(buf, 2, &link.span_id);
-                tag(buf, 6, FIXED32);
-                buf.extend_from_slice(&(1 | HAS_IS_REMOTE).to_le_bytes());
-            });
-        }
-        if let Some(message) = span.error {
-            nested(buf, 15, |buf| {
-                bytes(buf, 2, message.as_bytes());
-                tag(buf, 3, VARINT);
-                varint(buf, STATUS_ERROR);
-            });
-        }
-        tag(buf, 16, FIXED32);
-        buf.extend_from_slice(&flags.to_le_bytes());
-    });
+    }
+    out.bytes(5, span.name.as_bytes());
+    out.tag(6, VARINT);
+    out.varint(span.kind as u64);
+    out.tag(7, FIXED64);
+    out.fixed(&span.start.to_le_bytes());
+    out.tag(8, FIXED64);
+    out.fixed(&span.end.to_le_bytes());
+    for a in span.attributes {
+        out.attribute(9, a);
+    }
+    for link in span.links {
+        out.len(13, LINK_LEN);
+        out.id(1, &link.trace_id);
+        out.id(2, &link.span_id);
+        out.tag(6, FIXED32);
+        out.fixed(&(1 | HAS_IS_REMOTE).to_le_bytes());
+    }
+    if let Some(message) = span.error {
+        out.len(15, status_len(message));
+        out.bytes(2, message.as_bytes());
+        out.tag(3, VARINT);
+        out.varint(STATUS_ERROR);
+    }
+    out.tag(16, FIXED32);
+    out.fixed(&flags.to_le_bytes());
+    debug_assert_eq!(out.at, out.room.len(), "span_len disagrees with what span wrote");
 }
 
 /// Where each span [`span`] wrote into `spans` ends: the offsets after each, in order.
@@ -190,40 +276,58 @@ pub struct Origin {
 }
 
 /// How many bytes `value` takes as a varint.
-fn varint_len(value: u64) -> usize {
+const fn varint_len(value: u64) -> usize {
     // Seven bits a byte, and one byte for zero.
     (64 - (value | 1).leading_zeros() as usize).div_ceil(7)
 }
 
-/// Writes one `ExportTraceServiceRequest` into `buf` (cleared first): one `ResourceSpans`
-/// of `origin` holding one `ScopeSpans` whose spans are `spans` (as [`span`] wrote them).
-/// The lengths are worked out before the spans are copied, so they are copied once.
-pub fn request(buf: &mut Vec<u8>, origin: &Origin, spans: &[u8]) {
-    let mut resource = Vec::new();
-    nested(&mut resource, 1, |buf| {
-        for (key, value) in &origin.resource {
-            nested(buf, 1, |buf| {
-                bytes(buf, 1, key.as_bytes());
-                nested(buf, 2, |buf| bytes(buf, 1, value.as_bytes()));
-            });
+/// What every `ExportTraceServiceRequest` from this process says around its spans: the
+/// resource and the instrumentation scope, encoded once.
+pub struct Envelope {
+    resource: Vec<u8>,
+    scope: Vec<u8>,
+}
+
+impl Envelope {
+    /// The envelope of `origin`.
+    pub fn new(origin: &Origin) -> Envelope {
+        let mut resource = Vec::new();
+        nested(&mut resource, 1, |buf| {
+            for (key, value) in &origin.resource {
+                nested(buf, 1, |buf| {
+                    bytes(buf, 1, key.as_bytes());
+                    nested(buf, 2, |buf| bytes(buf, 1, value.as_bytes()));
+                });
+            }
+        });
+        let mut scope = Vec::new();
+        nested(&mut scope, 1, |buf| {
+            bytes(buf, 1, origin.scope.as_bytes());
+            bytes(buf, 2, origin.version.as_bytes());
+        });
+        Envelope { resource, scope }
+    }
+
+    /// Writes one `ExportTraceServiceRequest` into `buf` (cleared first): one
+    /// `ResourceSpans` holding one `ScopeSpans` whose spans are the runs of `spans`, one
+    /// after the other (each as [`span`] wrote them). The lengths are worked out before
+    /// the spans are copied, so they are copied once.
+    pub fn wrap(&self, buf: &mut Vec<u8>, spans: &[&[u8]]) {
+        let spans_len: usize = spans.iter().map(|run| run.len()).sum();
+        let scope_spans = (self.scope.len() + spans_len) as u64;
+        let resource_spans = self.resource.len() as u64 + 1 + varint_len(scope_spans) as u64 + scope_spans;
+        buf.clear();
+        buf.reserve(resource_spans as usize + 16);
+        tag(buf, 1, LEN);
+        varint(buf, resource_spans);
+        buf.extend_from_slice(&self.resource);
+        tag(buf, 2, LEN);
+        varint(buf, scope_spans);
+        buf.extend_from_slice(&self.scope);
+        for run in spans {
+            buf.extend_from_slice(run);
         }
-    });
-    let mut scope = Vec::new();
-    nested(&mut scope, 1, |buf| {
-        bytes(buf, 1, origin.scope.as_bytes());
-        bytes(buf, 2, origin.version.as_bytes());
-    });
-    let scope_spans = (scope.len() + spans.len()) as u64;
-    let resource_spans = resource.len() as u64 + 1 + varint_len(scope_spans) as u64 + scope_spans;
-    buf.clear();
-    buf.reserve(resource_spans as usize + 16);
-    tag(buf, 1, LEN);
-    varint(buf, resource_spans);
-    buf.extend_from_slice(&resource);
-    tag(buf, 2, LEN);
-    varint(buf, scope_spans);
-    buf.extend_from_slice(&scope);
-    buf.extend_from_slice(spans);
+    }
 }
 
 #[cfg(test)]
@@ -244,11 +348,93 @@ mod tests {
         assert_eq!(buf, [0x12, 5, 7, 7, 7, 7, 7]);
     }
 
+    /// `span` as the straightforward encoding writes it: each nested message's length put
+    /// before it once written ([`nested`]).
+    fn by_nesting(buf: &mut Vec<u8>, span: &SpanRecord<'_>) {
+        nested(buf, SPANS_FIELD, |buf| {
+            bytes(buf, 1, &span.context.trace_id);
+            bytes(buf, 2, &span.context.span_id);
+            if let Some(state) = span.trace_state {
+                bytes(buf, 3, state.as_bytes());
+            }
+            let mut flags = u32::from(span.context.sampled) | HAS_IS_REMOTE;
+            if let Some((parent, remote)) = &span.parent {
+                bytes(buf, 4, parent);
+                if *remote {
+                    flags |= IS_REMOTE;
+                }
+            }
+            bytes(buf, 5, span.name.as_bytes());
+            tag(buf, 6, VARINT);
+            varint(buf, span.kind as u64);
+            tag(buf, 7, FIXED64);
+            buf.extend_from_slice(&span.start.to_le_bytes());
+            tag(buf, 8, FIXED64);
+            buf.extend_from_slice(&span.end.to_le_bytes());
+            for a in span.attributes {
+                nested(buf, 9, |buf| {
+                    bytes(buf, 1, a.key.as_bytes());
+                    nested(buf, 2, |buf| match a.value {
+                        Value::Str(text) => bytes(buf, 1, text.as_bytes()),
+                        Value::Bool(flag) => {
+                            tag(buf, 2, VARINT);
+                            varint(buf, u64::from(flag));
+                        }
+                        Value::Int(number) => {
+                            tag(buf, 3, VARINT);
+                            varint(buf, number as u64);
+                        }
+                    });
+                });
+            }
+            for link in span.links {
+                nested(buf, 13, |buf| {
+                    bytes(buf, 1, &link.trace_id);
+                    bytes(buf, 2, &link.span_id);
+                    tag(buf, 6, FIXED32);
+                    buf.extend_from_slice(&(1 | HAS_IS_REMOTE).to_le_bytes());
+                });
+            }
+            if let Some(message) = span.error {
+                nested(buf, 15, |buf| {
+                    bytes(buf, 2, message.as_bytes());
+                    tag(buf, 3, VARINT);
+                    varint(buf, STATUS_ERROR);
+                });
+            }
+            tag(buf, 16, FIXED32);
+            buf.extend_from_slice(&flags.to_le_bytes());
+        });
+    }
+
     #[test]
-    fn ipv4_addresses_are_written_as_display_writes_them() {
-        for address in ["0.0.0.0", "127.0.0.1", "10.200.9.255", "192.168.100.10"] {
-            let parsed: std::net::Ipv4Addr = address.parse().expect("an address");
-            assert_eq!(ipv4(&mut [0; 15], parsed.octets()), address.as_bytes());
+    fn a_span_sized_first_is_written_as_nesting_writes_it() {
+        use crate::telemetry::span::{Kind, Link};
+        let long = "x".repeat(200);
+        let links = vec![Link { trace_id: [3; 16], span_id: [4; 8] }; 5];
+        let attributes = [
+            Attribute::new("http.request.method", Value::Str("PUT")),
+            Attribute::new("url.path", Value::Str(&long)),
+            Attribute::new("http.response.status_code", Value::Int(503)),
+            Attribute::new("negative", Value::Int(-1)),
+            Attribute::new("wpds.db.sqlite_writer", Value::Bool(true)),
+        ];
+        let full = SpanRecord {
+            parent: Some(([9; 8], true)),
+            trace_state: Some("vendor=value"),
+            kind: Kind::Server,
+            attributes: &attributes,
+            links: &links,
+            error: Some("answered 503"),
+            ..SpanRecord::internal(&long)
+        };
+        let bare = SpanRecord::internal("validation");
+        let local_parent = SpanRecord { parent: Some(([5; 8], false)), ..SpanRecord::internal("database") };
+        for record in [full, bare, local_parent] {
+            let (mut sized, mut nesting) = (Vec::new(), Vec::new());
+            span(&mut sized, &record);
+            by_nesting(&mut nesting, &record);
+            assert_eq!(sized, nesting, "{}", record.name);
         }
     }
 
