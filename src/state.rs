@@ -90,11 +90,7 @@ impl AppState {
                 db.release(conn, failed, Instant::now() > deadline);
                 result
             });
-            let call = crate::telemetry::in_span(
-                "database",
-                crate::telemetry::database_attributes(engine, false),
-                call,
-            );
+            let call = crate::telemetry::in_span(crate::telemetry::database(engine, false), call);
             match tokio::time::timeout_at(deadline.into(), call).await {
                 Err(_) => Err(ApiError::from(deadline_passed())),
                 Ok(Err(blocking)) => Err(ApiError::Internal(format!("blocking pool: {blocking}"))),
@@ -120,11 +116,7 @@ impl AppState {
             let link = crate::telemetry::current_link();
             let submitted = writer.submit_traced(deadline, link, work);
             let engine = self.db.engine();
-            let traced = crate::telemetry::in_span(
-                "database",
-                crate::telemetry::database_attributes(engine, true),
-                submitted,
-            );
+            let traced = crate::telemetry::in_span(crate::telemetry::database(engine, true), submitted);
             match tokio::time::timeout_at(deadline.into(), traced).await {
                 Err(_) => Err(deadline_passed()),
                 Ok(result) => result,
@@ -198,11 +190,8 @@ impl AppState {
         let engine = self.db.engine();
         self.within_budget(|budget| async move {
             let deadline = Instant::now() + budget;
-            let call = crate::telemetry::in_span(
-                "database",
-                crate::telemetry::database_attributes(engine, false),
-                shared.run(input, work),
-            );
+            let call =
+                crate::telemetry::in_span(crate::telemetry::database(engine, false), shared.run(input, work));
             match tokio::time::timeout_at(deadline.into(), call).await {
                 Err(_) => Err(deadline_passed()),
                 Ok(result) => result,

@@ -157,7 +157,8 @@ where
         path_checked.set(true);
         contract.validate_path(op.id, &path).map_err(ApiError::Validation)
     };
-    let caller = telemetry::in_span("authentication", &[], auth::check(op, req, state, check_path)).await?;
+    let caller =
+        telemetry::in_span(&telemetry::AUTHENTICATION, auth::check(op, req, state, check_path)).await?;
     if let Some(caller) = &caller {
         req.extensions_mut().insert(access_log::UserId(caller.user_id));
     }
@@ -179,7 +180,7 @@ where
         body: body.as_deref(),
     };
     #[cfg(not(feature = "bench-unchecked"))]
-    let valid = telemetry::in_span("validation", &[], async {
+    let valid = telemetry::in_span(&telemetry::VALIDATION, async {
         if path_checked.get() {
             contract.validate_after_path(op.id, raw)
         } else {

@@ -45,7 +45,6 @@ use actix_web::http::Method;
 use actix_web::http::header::HeaderMap;
 use sampler::Sampler;
 use span::{Kind, Link, SpanRecord, Value};
-use std::borrow::Cow;
 use std::future::Future;
 use std::sync::OnceLock;
 use std::time::SystemTime;
@@ -287,53 +286,114 @@ pub fn end_server_span(span: ServerSpan, method: &Method, answered: Answered<'_>
     }
     let end = span::now();
     let method = method.as_str();
-    let (name, route, operation_id) = match &answered.route {
-        Route::Operation { span_name, route, operation_id } => {
-            (Cow::Borrowed(*span_name), Some(*route), Some(*operation_id))
-        }
-        Route::Other(route) => (Cow::Owned(format!("{method} {route}")), Some(route.as_str()), None),
-        Route::Unmatched => (Cow::Borrowed(method), None, None),
-    };
-    let mut attributes = [Attribute::new("http.request.method", Value::Str(method)); 7];
-    let mut count = 1;
-    let mut add = |key, value| {
-        attributes[count] = Attribute::new(key, value);
-        count += 1;
-    };
-    if let Some(route) = route {
-        add("http.route", Value::Str(route));
-    }
-    if let Some(operation_id) = operation_id {
-        add("operationId", Value::Str(operation_id));
-    }
-    add("url.path", Value::Str(answered.path));
-    add("http.response.status_code", Value::Int(i64::from(answered.status)));
-    add("network.protocol.version", Value::Str(answered.protocol_version));
     let mut address = [0; 45];
+    let status = Attribute::new("http.response.status_code", Value::Int(i64::from(answered.status)));
+    let mut attributes = [
+        Attribute::new("url.path", Value::Str(answered.path)),
+        status,
+        Attribute::new("network.protocol.version", Value::Str(answered.protocol_version)),
+        status,
+    ];
+    let mut count = 3;
     if let Some(client) = answered.client {
-        add("client.address", Value::Str(span::address_text(client, &mut address)));
+        attributes[3] =
+            Attribute::new("client.address", Value::Str(span::address_text(client, &mut address)));
+        count = 4;
     }
     let error = (answered.status >= 500).then(|| format!("answered {}", answered.status));
-    tracer.queue(&SpanRecord {
-        context: span.context,
-        parent: span.parent.map(|id| (id, true)),
-        trace_state: span.trace_state.as_deref(),
-        name: &name,
-        kind: Kind::Server,
-        start: span.start,
-        end,
-        attributes: &attributes[..count],
-        links: &[],
-        error: error.as_deref(),
-    });
+    let queue = |fixed: &[u8]| {
+        tracer.queue(&SpanRecord {
+            context: span.context,
+            parent: span.parent.map(|id| (id, true)),
+            trace_state: span.trace_state.as_deref(),
+            fixed,
+            start: span.start,
+            end,
+            attributes: &attributes[..count],
+            links: &[],
+            error: error.as_deref(),
+        });
+    };
+    let method_attribute = Attribute::new("http.request.method", Value::Str(method));
+    match &answered.route {
+        Route::Operation { span_name, route, operation_id } => SERVER_SPANS.with(|cached| {
+            let constant = [
+                method_attribute,
+                Attribute::new("http.route", Value::Str(route)),
+                Attribute::new("operationId", Value::Str(operation_id)),
+            ];
+            let mut cached = cached.borrow_mut();
+            let found = cached.iter().find(|(name, m, _)| std::ptr::eq(*name, *span_name) && **m == *method);
+            match found {
+                Some((_, _, fixed)) => queue(fixed),
+                None if cached.len() < CACHED_SERVER_SPANS => {
+                    let fixed = otlp::fixed(span_name, Kind::Server, &constant);
+                    queue(&fixed);
+                    cached.push((span_name, method.into(), fixed.into_boxed_slice()));
+                }
+                None => queue(&otlp::fixed(span_name, Kind::Server, &constant)),
+            }
+        }),
+        Route::Other(route) => queue(&otlp::fixed(
+            &format!("{method} {route}"),
+            Kind::Server,
+            &[method_attribute, Attribute::new("http.route", Value::Str(route))],
+        )),
+        Route::Unmatched => queue(&otlp::fixed(method, Kind::Server, &[method_attribute])),
+    }
 }
 
-/// `work` in a child span `name` of the current span (with `attributes`), when tracing is
-/// on and the current span is sampled; otherwise `work` itself, untouched (no wrapper
+/// How many (operation, method) server-span templates a thread keeps: the contract's
+/// operations, with room to spare.
+const CACHED_SERVER_SPANS: usize = 64;
+
+/// A cached server-span template: the operation's span name (one `&'static str` per
+/// operation, compared by address), the method, and the fixed part ([`otlp::fixed`]).
+type ServerTemplate = (&'static str, Box<str>, Box<[u8]>);
+
+thread_local! {
+    /// The fixed part of the server span of each operation and method this thread has
+    /// answered: its name, kind, `http.request.method`, `http.route` and `operationId`,
+    /// encoded once.
+    static SERVER_SPANS: std::cell::RefCell<Vec<ServerTemplate>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A kind of work the service makes spans of: their name, kind and constant attributes,
+/// encoded the first time one ends and copied as they are into every span after
+/// ([`otlp::fixed`]).
+pub struct Template {
+    name: &'static str,
+    kind: Kind,
+    attributes: &'static [Attribute<'static>],
+    fixed: OnceLock<Vec<u8>>,
+}
+
+impl Template {
+    /// Spans named `name` with the constant `attributes`, internal to the service.
+    pub const fn internal(name: &'static str, attributes: &'static [Attribute<'static>]) -> Template {
+        Template { name, kind: Kind::Internal, attributes, fixed: OnceLock::new() }
+    }
+
+    fn fixed(&self) -> &[u8] {
+        self.fixed.get_or_init(|| otlp::fixed(self.name, self.kind, self.attributes))
+    }
+}
+
+/// The `authentication` child span: the token and membership checks.
+pub static AUTHENTICATION: Template = Template::internal("authentication", &[]);
+
+/// The `validation` child span: the request checked against the document.
+pub static VALIDATION: Template = Template::internal("validation", &[]);
+
+/// The SQLite writer's span for each committed batch.
+static WRITER_BATCH: Template =
+    Template::internal("sqlite writer batch", &[Attribute::new("db.system.name", Value::Str("sqlite"))]);
+
+/// `work` in a child span of the current span, of the kind `template` names, when tracing
+/// is on and the current span is sampled; otherwise `work` itself, untouched (no wrapper
 /// future).
 pub fn in_span<F: Future>(
-    name: &'static str,
-    attributes: &'static [Attribute<'static>],
+    template: &'static Template,
     work: F,
 ) -> futures_util::future::Either<impl Future<Output = F::Output>, F> {
     use futures_util::future::Either;
@@ -347,11 +407,10 @@ pub fn in_span<F: Future>(
             context,
             parent: Some((parent.span_id, false)),
             trace_state: None,
-            name,
-            kind: Kind::Internal,
+            fixed: template.fixed(),
             start,
             end: span::now(),
-            attributes,
+            attributes: &[],
             links: &[],
             error: None,
         });
@@ -359,18 +418,37 @@ pub fn in_span<F: Future>(
     })
 }
 
-/// The attributes of a `database` span: the engine, and whether the SQLite writer ran it.
-pub fn database_attributes(engine: wpds_storage::Engine, writer: bool) -> &'static [Attribute<'static>] {
-    const fn of(system: &'static str, writer: bool) -> [Attribute<'static>; 2] {
-        [
-            Attribute::new("db.system.name", Value::Str(system)),
-            Attribute::new("wpds.db.sqlite_writer", Value::Bool(writer)),
-        ]
-    }
-    const SQLITE: [Attribute<'static>; 2] = of("sqlite", false);
-    const SQLITE_WRITER: [Attribute<'static>; 2] = of("sqlite", true);
-    const POSTGRES: [Attribute<'static>; 2] = of("postgresql", false);
-    const POSTGRES_WRITER: [Attribute<'static>; 2] = of("postgresql", true);
+/// The `database` span of a database call: its attributes name the engine, and whether
+/// the SQLite writer ran it.
+pub fn database(engine: wpds_storage::Engine, writer: bool) -> &'static Template {
+    static SQLITE: Template = Template::internal(
+        "database",
+        &[
+            Attribute::new("db.system.name", Value::Str("sqlite")),
+            Attribute::new("wpds.db.sqlite_writer", Value::Bool(false)),
+        ],
+    );
+    static SQLITE_WRITER: Template = Template::internal(
+        "database",
+        &[
+            Attribute::new("db.system.name", Value::Str("sqlite")),
+            Attribute::new("wpds.db.sqlite_writer", Value::Bool(true)),
+        ],
+    );
+    static POSTGRES: Template = Template::internal(
+        "database",
+        &[
+            Attribute::new("db.system.name", Value::Str("postgresql")),
+            Attribute::new("wpds.db.sqlite_writer", Value::Bool(false)),
+        ],
+    );
+    static POSTGRES_WRITER: Template = Template::internal(
+        "database",
+        &[
+            Attribute::new("db.system.name", Value::Str("postgresql")),
+            Attribute::new("wpds.db.sqlite_writer", Value::Bool(true)),
+        ],
+    );
     match (engine, writer) {
         (wpds_storage::Engine::Sqlite, false) => &SQLITE,
         (wpds_storage::Engine::Sqlite, true) => &SQLITE_WRITER,
@@ -406,14 +484,13 @@ pub fn record_batch(
         context: SpanContext { trace_id, span_id: new_span_id(), sampled: true },
         parent: None,
         trace_state: None,
-        name: "sqlite writer batch",
-        kind: Kind::Internal,
+        fixed: WRITER_BATCH.fixed(),
         start: span::unix_nanos(started),
         end: span::unix_nanos(finished),
-        attributes: &[
-            Attribute::new("db.system.name", Value::Str("sqlite")),
-            Attribute::new("db.operation.batch.size", Value::Int(i64::try_from(writes).unwrap_or(i64::MAX))),
-        ],
+        attributes: &[Attribute::new(
+            "db.operation.batch.size",
+            Value::Int(i64::try_from(writes).unwrap_or(i64::MAX)),
+        )],
         links: &links,
         error: None,
     });

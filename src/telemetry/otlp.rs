@@ -8,7 +8,7 @@
 //! structs (a `String` per attribute key) and encoding those. `scripts/check-tracing`
 //! decodes what this writes with the published opentelemetry-proto package.
 
-use super::span::{Attribute, SpanRecord, Value};
+use super::span::{Attribute, Kind, SpanRecord, Value};
 
 /// Protobuf wire types.
 const VARINT: u32 = 0;
@@ -161,16 +161,29 @@ const fn status_len(message: &str) -> usize {
     len_field(2, message.len()) + 2
 }
 
+/// The fields of a `Span` that are the same for every span of one kind of work — its
+/// name, kind and constant attributes — encoded once, for [`span`] to copy as they are
+/// (the order of a message's fields is free, and repeated ones keep theirs).
+pub fn fixed(name: &str, kind: Kind, attributes: &[Attribute<'_>]) -> Vec<u8> {
+    let length = len_field(5, name.len())
+        + 1
+        + varint_len(kind as u64)
+        + attributes.iter().map(|a| len_field(9, attribute_len(a))).sum::<usize>();
+    let mut buf = vec![0; length];
+    let mut out = Room { room: &mut buf, at: 0 };
+    out.bytes(5, name.as_bytes());
+    out.tag(6, VARINT);
+    out.varint(kind as u64);
+    for a in attributes {
+        out.attribute(9, a);
+    }
+    debug_assert_eq!(out.at, length, "fixed's length disagrees with what it wrote");
+    buf
+}
+
 /// The length of `span`'s `Span` message: what [`span`] writes after the tag and length.
 fn span_len(span: &SpanRecord<'_>) -> usize {
-    let mut length = len_field(1, 16)
-        + len_field(2, 8)
-        + len_field(5, span.name.len())
-        + 1
-        + varint_len(span.kind as u64)
-        + 2 * 9
-        + tag_len(16)
-        + 4;
+    let mut length = len_field(1, 16) + len_field(2, 8) + span.fixed.len() + 2 * 9 + tag_len(16) + 4;
     if let Some(state) = span.trace_state {
         length += len_field(3, state.len());
     }
@@ -211,9 +224,7 @@ pub fn span(buf: &mut Vec<u8>, span: &SpanRecord<'_>) {
             flags |= IS_REMOTE;
         }
     }
-    out.bytes(5, span.name.as_bytes());
-    out.tag(6, VARINT);
-    out.varint(span.kind as u64);
+    out.slice(span.fixed);
     out.tag(7, FIXED64);
     out.fixed(&span.start.to_le_bytes());
     out.tag(8, FIXED64);
@@ -348,9 +359,34 @@ mod tests {
         assert_eq!(buf, [0x12, 5, 7, 7, 7, 7, 7]);
     }
 
-    /// `span` as the straightforward encoding writes it: each nested message's length put
-    /// before it once written ([`nested`]).
-    fn by_nesting(buf: &mut Vec<u8>, span: &SpanRecord<'_>) {
+    /// The attribute `a` as the straightforward encoding writes it.
+    fn attribute_by_nesting(buf: &mut Vec<u8>, a: &Attribute<'_>) {
+        nested(buf, 9, |buf| {
+            bytes(buf, 1, a.key.as_bytes());
+            nested(buf, 2, |buf| match a.value {
+                Value::Str(text) => bytes(buf, 1, text.as_bytes()),
+                Value::Bool(flag) => {
+                    tag(buf, 2, VARINT);
+                    varint(buf, u64::from(flag));
+                }
+                Value::Int(number) => {
+                    tag(buf, 3, VARINT);
+                    varint(buf, number as u64);
+                }
+            });
+        });
+    }
+
+    /// A span named `name` of `kind` with the constant attributes `constant` as the
+    /// straightforward encoding writes it: each nested message's length put before it
+    /// once written ([`nested`]), every field in place, nothing encoded beforehand.
+    fn by_nesting(
+        buf: &mut Vec<u8>,
+        span: &SpanRecord<'_>,
+        name: &str,
+        kind: Kind,
+        constant: &[Attribute<'_>],
+    ) {
         nested(buf, SPANS_FIELD, |buf| {
             bytes(buf, 1, &span.context.trace_id);
             bytes(buf, 2, &span.context.span_id);
@@ -364,28 +400,18 @@ mod tests {
                     flags |= IS_REMOTE;
                 }
             }
-            bytes(buf, 5, span.name.as_bytes());
+            bytes(buf, 5, name.as_bytes());
             tag(buf, 6, VARINT);
-            varint(buf, span.kind as u64);
+            varint(buf, kind as u64);
+            for a in constant {
+                attribute_by_nesting(buf, a);
+            }
             tag(buf, 7, FIXED64);
             buf.extend_from_slice(&span.start.to_le_bytes());
             tag(buf, 8, FIXED64);
             buf.extend_from_slice(&span.end.to_le_bytes());
             for a in span.attributes {
-                nested(buf, 9, |buf| {
-                    bytes(buf, 1, a.key.as_bytes());
-                    nested(buf, 2, |buf| match a.value {
-                        Value::Str(text) => bytes(buf, 1, text.as_bytes()),
-                        Value::Bool(flag) => {
-                            tag(buf, 2, VARINT);
-                            varint(buf, u64::from(flag));
-                        }
-                        Value::Int(number) => {
-                            tag(buf, 3, VARINT);
-                            varint(buf, number as u64);
-                        }
-                    });
-                });
+                attribute_by_nesting(buf, a);
             }
             for link in span.links {
                 nested(buf, 13, |buf| {
@@ -409,32 +435,40 @@ mod tests {
 
     #[test]
     fn a_span_sized_first_is_written_as_nesting_writes_it() {
-        use crate::telemetry::span::{Kind, Link};
+        use crate::telemetry::span::Link;
         let long = "x".repeat(200);
         let links = vec![Link { trace_id: [3; 16], span_id: [4; 8] }; 5];
-        let attributes = [
+        let constant = [
             Attribute::new("http.request.method", Value::Str("PUT")),
+            Attribute::new("wpds.db.sqlite_writer", Value::Bool(true)),
+        ];
+        let varying = [
             Attribute::new("url.path", Value::Str(&long)),
             Attribute::new("http.response.status_code", Value::Int(503)),
             Attribute::new("negative", Value::Int(-1)),
-            Attribute::new("wpds.db.sqlite_writer", Value::Bool(true)),
         ];
+        let server_fixed = fixed(&long, Kind::Server, &constant);
         let full = SpanRecord {
             parent: Some(([9; 8], true)),
             trace_state: Some("vendor=value"),
-            kind: Kind::Server,
-            attributes: &attributes,
+            fixed: &server_fixed,
+            attributes: &varying,
             links: &links,
             error: Some("answered 503"),
-            ..SpanRecord::internal(&long)
+            ..SpanRecord::internal("unused")
         };
         let bare = SpanRecord::internal("validation");
         let local_parent = SpanRecord { parent: Some(([5; 8], false)), ..SpanRecord::internal("database") };
-        for record in [full, bare, local_parent] {
+        let cases = [
+            (full, long.as_str(), Kind::Server, &constant[..]),
+            (bare, "validation", Kind::Internal, &[][..]),
+            (local_parent, "database", Kind::Internal, &[][..]),
+        ];
+        for (record, name, kind, constant) in cases {
             let (mut sized, mut nesting) = (Vec::new(), Vec::new());
             span(&mut sized, &record);
-            by_nesting(&mut nesting, &record);
-            assert_eq!(sized, nesting, "{}", record.name);
+            by_nesting(&mut nesting, &record, name, kind, constant);
+            assert_eq!(sized, nesting, "{name}");
         }
     }
 

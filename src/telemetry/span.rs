@@ -60,15 +60,14 @@ pub struct SpanRecord<'a> {
     pub parent: Option<([u8; 8], bool)>,
     /// The caller's `tracestate`, carried by the server span.
     pub trace_state: Option<&'a str>,
-    /// `{method} {route}` for a server span, what the work is otherwise.
-    pub name: &'a str,
-    /// Server or internal.
-    pub kind: Kind,
+    /// Its name, kind and constant attributes, encoded once for all spans of its kind of
+    /// work ([`super::otlp::fixed`]).
+    pub fixed: &'a [u8],
     /// When it started, in nanoseconds since the Unix epoch.
     pub start: u64,
     /// When it ended, in nanoseconds since the Unix epoch.
     pub end: u64,
-    /// Its attributes.
+    /// Its other attributes (those that differ from span to span).
     pub attributes: &'a [Attribute<'a>],
     /// Its links.
     pub links: &'a [Link],
@@ -128,15 +127,16 @@ pub fn now() -> u64 {
 }
 
 #[cfg(test)]
-impl<'a> SpanRecord<'a> {
-    /// A bare internal span `name` of a fixed trace, for the encoding tests.
-    pub fn internal(name: &'a str) -> Self {
+impl SpanRecord<'static> {
+    /// A bare internal span `name` of a fixed trace, for the encoding tests (its fixed
+    /// part is leaked: tests only).
+    pub fn internal(name: &str) -> Self {
+        let fixed = super::otlp::fixed(name, Kind::Internal, &[]);
         SpanRecord {
             context: SpanContext { trace_id: [1; 16], span_id: [2; 8], sampled: true },
             parent: None,
             trace_state: None,
-            name,
-            kind: Kind::Internal,
+            fixed: Box::leak(fixed.into_boxed_slice()),
             start: 1,
             end: 2,
             attributes: &[],
