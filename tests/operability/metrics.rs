@@ -50,7 +50,13 @@ fn metrics_count_what_happened_on_their_own_listener_and_pass_promtool() {
     let refused = put_cell(&agent(), &server.base, "not-a-token", &cell("2026-11-06", "1", "x", 1)).unwrap();
     assert_eq!(refused.status, 401);
 
-    // Act: scrape.
+    // Act: scrape (on SQLite once the writer has reported its batches: it does so right
+    // after answering their writes).
+    if !seeded.is_postgres() {
+        wait_until("the writer's batches are counted", Duration::from_secs(5), || {
+            sample(&scrape(&metrics), "wpds_sqlite_writer_batch_writes_count").is_some_and(|n| n >= 3.0)
+        });
+    }
     let text = scrape(&metrics);
 
     // Assert: what happened is counted, labelled by operationId and status class.

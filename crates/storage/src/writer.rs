@@ -38,7 +38,8 @@
 //! For the server's metrics and traces, [`Writer::queue_depth`] tells how many writes wait,
 //! and a function given to [`Writer::observe_batches`] hears of every committed batch
 //! ([`BatchReport`]: its size, its start and end, and the [`TraceLink`] each write was
-//! submitted with, so a batch's span can point back to the requests it carried).
+//! submitted with, so a batch's span can point back to the requests it carried), right
+//! after the batch's writes are answered, so that it adds nothing to their latency.
 
 use crate::conn::{DbConn, set_in_batch, transaction_open};
 use crate::error::StoreError;
@@ -145,8 +146,9 @@ impl Writer {
         self.queued.load(Ordering::Relaxed)
     }
 
-    /// Has `observer` hear the size of every batch that commits from now on. Only the
-    /// first observer given is kept.
+    /// Has `observer` hear of every batch that commits from now on, once its writes are
+    /// answered (on the writer thread, before the next batch begins). Only the first
+    /// observer given is kept.
     pub fn observe_batches(&self, observer: BatchObserver) {
         let _ = self.observer.set(observer);
     }
@@ -398,6 +400,7 @@ impl Batcher {
         } else {
             commit(&mut conn)
         };
+        let fault_free = fault.is_none();
         match (&committed, fault) {
             (Err(e), _) => {
                 log::error!("SQLite writer: batch of {} not committed: {e}", ran.len());
@@ -409,14 +412,23 @@ impl Batcher {
             (Ok(()), None) => {
                 self.conn = Some(conn);
                 self.succeeded();
-                if let Some(observe) = self.observer.get() {
-                    let finished = std::time::SystemTime::now();
-                    observe(&BatchReport { writes: ran.len(), started, finished, links });
-                }
             }
         }
+        // The observer hears of a committed batch after its writes are answered: what it
+        // does (metrics, the batch's span) is then off the path of every write waiting
+        // for this batch, and of the next batch.
+        let report = match (&committed, self.observer.get()) {
+            (Ok(()), Some(observe)) if fault_free => Some((
+                observe,
+                BatchReport { writes: ran.len(), started, finished: std::time::SystemTime::now(), links },
+            )),
+            _ => None,
+        };
         for done in ran {
             done.answer(committed.as_ref().map(|_| ()));
+        }
+        if let Some((observe, report)) = report {
+            observe(&report);
         }
     }
 
