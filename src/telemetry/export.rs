@@ -399,7 +399,7 @@ mod tests {
         let exporter = Exporter::start(settings, origin).expect("started");
         let mut spans = Encoded::default();
         for _ in 0..40 {
-            spans.add(&super::super::span::SpanRecord::internal("work"));
+            spans.add(&otlp::test_span("work"));
         }
         exporter.push(&mut spans);
         assert_eq!(spans.count, 0, "the spans were taken");
@@ -499,7 +499,7 @@ mod tests {
         let push = |names: std::ops::Range<usize>| {
             let mut spans = Encoded::default();
             for i in names {
-                spans.add(&super::super::span::SpanRecord::internal(&format!("s{i}")));
+                spans.add(&otlp::test_span(&format!("s{i}")));
             }
             exporter.push(&mut spans);
         };

@@ -341,6 +341,23 @@ impl Envelope {
     }
 }
 
+/// A bare internal span `name` of a fixed trace, for the encoding tests (its fixed part
+/// is leaked: tests only).
+#[cfg(test)]
+pub fn test_span(name: &str) -> SpanRecord<'static> {
+    SpanRecord {
+        context: super::context::SpanContext { trace_id: [1; 16], span_id: [2; 8], sampled: true },
+        parent: None,
+        trace_state: None,
+        fixed: Box::leak(fixed(name, Kind::Internal, &[]).into_boxed_slice()),
+        start: 1,
+        end: 2,
+        attributes: &[],
+        links: &[],
+        error: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -455,10 +472,10 @@ mod tests {
             attributes: &varying,
             links: &links,
             error: Some("answered 503"),
-            ..SpanRecord::internal("unused")
+            ..test_span("unused")
         };
-        let bare = SpanRecord::internal("validation");
-        let local_parent = SpanRecord { parent: Some(([5; 8], false)), ..SpanRecord::internal("database") };
+        let bare = test_span("validation");
+        let local_parent = SpanRecord { parent: Some(([5; 8], false)), ..test_span("database") };
         let cases = [
             (full, long.as_str(), Kind::Server, &constant[..]),
             (bare, "validation", Kind::Internal, &[][..]),
@@ -478,7 +495,7 @@ mod tests {
         let mut buf = Vec::new();
         let mut ends = Vec::new();
         for name in ["short", long.as_str(), "again"] {
-            span(&mut buf, &SpanRecord::internal(name));
+            span(&mut buf, &test_span(name));
             ends.push(buf.len());
         }
         assert_eq!(span_ends(&buf).collect::<Vec<_>>(), ends);

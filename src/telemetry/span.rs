@@ -127,26 +127,6 @@ pub fn now() -> u64 {
 }
 
 #[cfg(test)]
-impl SpanRecord<'static> {
-    /// A bare internal span `name` of a fixed trace, for the encoding tests (its fixed
-    /// part is leaked: tests only).
-    pub fn internal(name: &str) -> Self {
-        let fixed = super::otlp::fixed(name, Kind::Internal, &[]);
-        SpanRecord {
-            context: SpanContext { trace_id: [1; 16], span_id: [2; 8], sampled: true },
-            parent: None,
-            trace_state: None,
-            fixed: Box::leak(fixed.into_boxed_slice()),
-            start: 1,
-            end: 2,
-            attributes: &[],
-            links: &[],
-            error: None,
-        }
-    }
-}
-
-#[cfg(test)]
 mod tests {
     use super::*;
 
