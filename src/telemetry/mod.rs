@@ -358,12 +358,11 @@ thread_local! {
     static SERVER_SPANS: std::cell::RefCell<Vec<ServerTemplate>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// A kind of work the service makes spans of: their name, kind and constant attributes,
-/// encoded the first time one ends and copied as they are into every span after
+/// A kind of work inside the service that it makes (internal) spans of: their name and
+/// constant attributes, encoded with their kind the first time one ends and copied as they are into every span after
 /// ([`otlp::fixed`]).
 pub struct Template {
     name: &'static str,
-    kind: Kind,
     attributes: &'static [Attribute<'static>],
     fixed: OnceLock<Vec<u8>>,
 }
@@ -371,11 +370,11 @@ pub struct Template {
 impl Template {
     /// Spans named `name` with the constant `attributes`, internal to the service.
     pub const fn internal(name: &'static str, attributes: &'static [Attribute<'static>]) -> Template {
-        Template { name, kind: Kind::Internal, attributes, fixed: OnceLock::new() }
+        Template { name, attributes, fixed: OnceLock::new() }
     }
 
     fn fixed(&self) -> &[u8] {
-        self.fixed.get_or_init(|| otlp::fixed(self.name, self.kind, self.attributes))
+        self.fixed.get_or_init(|| otlp::fixed(self.name, Kind::Internal, self.attributes))
     }
 }
 
@@ -421,34 +420,20 @@ pub fn in_span<F: Future>(
 /// The `database` span of a database call: its attributes name the engine, and whether
 /// the SQLite writer ran it.
 pub fn database(engine: wpds_storage::Engine, writer: bool) -> &'static Template {
-    static SQLITE: Template = Template::internal(
-        "database",
-        &[
-            Attribute::new("db.system.name", Value::Str("sqlite")),
-            Attribute::new("wpds.db.sqlite_writer", Value::Bool(false)),
-        ],
-    );
-    static SQLITE_WRITER: Template = Template::internal(
-        "database",
-        &[
-            Attribute::new("db.system.name", Value::Str("sqlite")),
-            Attribute::new("wpds.db.sqlite_writer", Value::Bool(true)),
-        ],
-    );
-    static POSTGRES: Template = Template::internal(
-        "database",
-        &[
-            Attribute::new("db.system.name", Value::Str("postgresql")),
-            Attribute::new("wpds.db.sqlite_writer", Value::Bool(false)),
-        ],
-    );
-    static POSTGRES_WRITER: Template = Template::internal(
-        "database",
-        &[
-            Attribute::new("db.system.name", Value::Str("postgresql")),
-            Attribute::new("wpds.db.sqlite_writer", Value::Bool(true)),
-        ],
-    );
+    const fn attributes(system: &'static str, writer: bool) -> [Attribute<'static>; 2] {
+        [
+            Attribute::new("db.system.name", Value::Str(system)),
+            Attribute::new("wpds.db.sqlite_writer", Value::Bool(writer)),
+        ]
+    }
+    static SQLITE_ATTRIBUTES: [Attribute<'static>; 2] = attributes("sqlite", false);
+    static SQLITE_WRITER_ATTRIBUTES: [Attribute<'static>; 2] = attributes("sqlite", true);
+    static POSTGRES_ATTRIBUTES: [Attribute<'static>; 2] = attributes("postgresql", false);
+    static POSTGRES_WRITER_ATTRIBUTES: [Attribute<'static>; 2] = attributes("postgresql", true);
+    static SQLITE: Template = Template::internal("database", &SQLITE_ATTRIBUTES);
+    static SQLITE_WRITER: Template = Template::internal("database", &SQLITE_WRITER_ATTRIBUTES);
+    static POSTGRES: Template = Template::internal("database", &POSTGRES_ATTRIBUTES);
+    static POSTGRES_WRITER: Template = Template::internal("database", &POSTGRES_WRITER_ATTRIBUTES);
     match (engine, writer) {
         (wpds_storage::Engine::Sqlite, false) => &SQLITE,
         (wpds_storage::Engine::Sqlite, true) => &SQLITE_WRITER,

@@ -400,7 +400,7 @@ impl Batcher {
         } else {
             commit(&mut conn)
         };
-        let fault_free = fault.is_none();
+        let mut report = None;
         match (&committed, fault) {
             (Err(e), _) => {
                 log::error!("SQLite writer: batch of {} not committed: {e}", ran.len());
@@ -412,18 +412,15 @@ impl Batcher {
             (Ok(()), None) => {
                 self.conn = Some(conn);
                 self.succeeded();
+                report = self.observer.get().map(|observe| {
+                    let finished = std::time::SystemTime::now();
+                    (observe, BatchReport { writes: ran.len(), started, finished, links })
+                });
             }
         }
         // The observer hears of a committed batch after its writes are answered: what it
         // does (metrics, the batch's span) is then off the path of every write waiting
         // for this batch, and of the next batch.
-        let report = match (&committed, self.observer.get()) {
-            (Ok(()), Some(observe)) if fault_free => Some((
-                observe,
-                BatchReport { writes: ran.len(), started, finished: std::time::SystemTime::now(), links },
-            )),
-            _ => None,
-        };
         for done in ran {
             done.answer(committed.as_ref().map(|_| ()));
         }
