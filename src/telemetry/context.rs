@@ -162,9 +162,18 @@ impl<F: Future> Future for Within<F> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.project();
-        let _restore = Restore(CURRENT.with(|current| current.replace(Some(*this.context))));
-        this.inner.poll(cx)
+        poll_within(*this.context, this.inner, cx)
     }
+}
+
+/// Polls `inner` with `context` as the current span, the previous one put back after.
+pub fn poll_within<F: Future>(
+    context: SpanContext,
+    inner: Pin<&mut F>,
+    cx: &mut Context<'_>,
+) -> Poll<F::Output> {
+    let _restore = Restore(CURRENT.with(|current| current.replace(Some(context))));
+    inner.poll(cx)
 }
 
 #[cfg(test)]

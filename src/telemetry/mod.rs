@@ -70,12 +70,20 @@ thread_local! {
 }
 
 impl Tracer {
-    /// Encodes an ended child span and holds it until its server span ends (or the thread
-    /// holds many).
-    fn hold(&self, span: &SpanRecord<'_>) {
+    /// Writes an ended child span of `template`'s kind and holds it until its server span
+    /// ends (or the thread holds many).
+    fn hold(&self, template: &Template, context: &SpanContext, parent: &[u8; 8], start: u64, end: u64) {
         ENDED.with(|ended| {
             let mut ended = ended.borrow_mut();
-            ended.add(span);
+            template.skeleton().write(
+                &mut ended.bytes,
+                &context.trace_id,
+                &context.span_id,
+                parent,
+                start,
+                end,
+            );
+            ended.count += 1;
             if ended.count >= HELD {
                 self.exporter.push(&mut ended);
             }
@@ -365,16 +373,22 @@ pub struct Template {
     name: &'static str,
     attributes: &'static [Attribute<'static>],
     fixed: OnceLock<Vec<u8>>,
+    skeleton: OnceLock<otlp::Skeleton>,
 }
 
 impl Template {
     /// Spans named `name` with the constant `attributes`, internal to the service.
     pub const fn internal(name: &'static str, attributes: &'static [Attribute<'static>]) -> Template {
-        Template { name, attributes, fixed: OnceLock::new() }
+        Template { name, attributes, fixed: OnceLock::new(), skeleton: OnceLock::new() }
     }
 
     fn fixed(&self) -> &[u8] {
         self.fixed.get_or_init(|| otlp::fixed(self.name, Kind::Internal, self.attributes))
+    }
+
+    /// The whole encoding of a child span of this kind, for [`in_span`]'s spans.
+    fn skeleton(&self) -> &otlp::Skeleton {
+        self.skeleton.get_or_init(|| otlp::Skeleton::new(self.fixed()))
     }
 }
 
@@ -394,27 +408,38 @@ static WRITER_BATCH: Template =
 pub fn in_span<F: Future>(
     template: &'static Template,
     work: F,
-) -> futures_util::future::Either<impl Future<Output = F::Output>, F> {
+) -> futures_util::future::Either<InSpan<F>, F> {
     use futures_util::future::Either;
     let Some(tracer) = TRACER.get() else { return Either::Right(work) };
     let Some(parent) = context::current().filter(|p| p.sampled) else { return Either::Right(work) };
     let context = SpanContext { trace_id: parent.trace_id, span_id: new_span_id(), sampled: true };
-    let start = span::now();
-    Either::Left(async move {
-        let output = Within::new(context, work).await;
-        tracer.hold(&SpanRecord {
-            context,
-            parent: Some((parent.span_id, false)),
-            trace_state: None,
-            fixed: template.fixed(),
-            start,
-            end: span::now(),
-            attributes: &[],
-            links: &[],
-            error: None,
-        });
-        output
-    })
+    Either::Left(InSpan { tracer, template, context, parent: parent.span_id, start: span::now(), work })
+}
+
+pin_project_lite::pin_project! {
+    /// Work in a child span ([`in_span`]): the span is current while the work is polled,
+    /// and ends when the work is done (a span whose work is dropped unfinished is not
+    /// recorded).
+    pub struct InSpan<F> {
+        tracer: &'static Tracer,
+        template: &'static Template,
+        context: SpanContext,
+        parent: [u8; 8],
+        start: u64,
+        #[pin]
+        work: F,
+    }
+}
+
+impl<F: Future> Future for InSpan<F> {
+    type Output = F::Output;
+
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<F::Output> {
+        let this = self.project();
+        let output = std::task::ready!(context::poll_within(*this.context, this.work, cx));
+        this.tracer.hold(this.template, this.context, this.parent, *this.start, span::now());
+        std::task::Poll::Ready(output)
+    }
 }
 
 /// The `database` span of a database call: its attributes name the engine, and whether
