@@ -1,6 +1,6 @@
 //! OTLP's `ExportTraceServiceRequest`, encoded as protobuf: each span when it ends
-//! ([`span`], on the request's thread), the message around a batch of them on export
-//! ([`Envelope`]).
+//! ([`span`], on the request's thread; a child span as its kind's [`Skeleton`] with its ids
+//! and times filled in), the message around a batch of them on export ([`Envelope`]).
 //!
 //! Hand-written because it runs at the span rate: the message has a handful of fields
 //! (opentelemetry-proto's `trace.proto`, `common.proto`, `resource.proto`), and encoding
