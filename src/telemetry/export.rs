@@ -238,8 +238,9 @@ impl Exporter {
 /// thread or the SQLite writer to reach a switch of its own, instead of interrupting it
 /// mid-work for the ~60 µs a post takes; on a busy machine every write waits for the
 /// writer. Measured in alternated loads, tracing every request, against the same build
-/// without it: write throughput +1.3 % (mean of twelve rounds of eight loads, 97.6–103.7 %,
-/// nine above 100 %), no span dropped. Where the call is refused, or off Linux, the thread stays as it was.
+/// without it: write throughput +1.3 % (mean of twelve rounds of eight loads,
+/// 97.6–103.7 %, nine above 100 %), no span dropped. Where the call is refused, or off
+/// Linux, the thread stays as it was.
 fn run_as_batch_work() {
     #[cfg(target_os = "linux")]
     {
