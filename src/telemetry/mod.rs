@@ -367,8 +367,10 @@ thread_local! {
 }
 
 /// A kind of work inside the service that it makes (internal) spans of: their name and
-/// constant attributes, encoded with their kind the first time one ends and copied as they are into every span after
-/// ([`otlp::fixed`]).
+/// constant attributes, encoded with their kind the first time one ends ([`otlp::fixed`]).
+/// A child span of the kind ([`in_span`]) is then the whole span encoded once and copied
+/// with its ids and times written in ([`otlp::Skeleton`]); the SQLite writer's batch span,
+/// which has attributes and links of its own, copies the fixed part alone.
 pub struct Template {
     name: &'static str,
     attributes: &'static [Attribute<'static>],
