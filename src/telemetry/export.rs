@@ -1,6 +1,6 @@
 //! The exporter: finished spans, already encoded ([`super::otlp::span`]), wait in a bounded
-//! queue, and one thread of its own wraps them into requests ([`super::otlp::Envelope`]) and
-//! posts them to the collector, a batch at a time.
+//! queue, and one thread of its own posts them to the collector ([`super::collector`]) a
+//! batch at a time, behind the envelope's head ([`super::otlp::Envelope`]).
 //!
 //! A request only ever appends its spans' bytes to the queue (one lock, held for a copy):
 //! when the queue is full, because the collector is slow, unreachable or black-holed, the span is
@@ -8,6 +8,7 @@
 //! schedule delay has passed, takes the whole queue at once, and posts it in batches;
 //! each step of a post (connecting, sending, receiving) waits at most the export timeout.
 
+use super::collector::{Collector, Endpoint, sendable_header};
 use super::otlp::{self, Origin};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
@@ -58,10 +59,25 @@ impl Settings {
             .find_map(|n| var(n).map(|v| (*n, v)))
         {
             None => Vec::new(),
-            Some((name, value)) => key_values(&value).unwrap_or_else(|e| {
-                warnings.push(format!("{name}: {e}: no headers are sent"));
-                Vec::new()
-            }),
+            Some((name, value)) => match key_values(&value) {
+                Err(e) => {
+                    warnings.push(format!("{name}: {e}: no headers are sent"));
+                    Vec::new()
+                }
+                Ok(mut headers) => {
+                    headers.retain(|(key, value)| {
+                        let sendable = sendable_header(key, value);
+                        if !sendable {
+                            warnings.push(format!(
+                                "{name}: {key:?} is not a header name, or its value holds a control \
+                                 character: it is not sent"
+                            ));
+                        }
+                        sendable
+                    });
+                    headers
+                }
+            },
         };
         let settings = Settings {
             endpoint,
@@ -111,26 +127,54 @@ fn percent_decode(text: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-/// Spans encoded by [`super::otlp::span`], one after the other, and how many.
+/// Spans encoded by [`super::otlp::span`], one after the other, and where each ends.
 #[derive(Debug, Default)]
 pub struct Encoded {
     /// The spans' bytes.
     pub bytes: Vec<u8>,
-    /// How many spans they are.
-    pub count: usize,
+    /// The offset in `bytes` after each span, in order: how many spans there are, and
+    /// where a batch of them can be cut without reading their bytes (which another core
+    /// wrote: following each span's length to the next costs a cache miss a span).
+    pub ends: Vec<usize>,
 }
 
 impl Encoded {
     /// Encodes `span` after the others.
     pub fn add(&mut self, span: &super::span::SpanRecord<'_>) {
         otlp::span(&mut self.bytes, span);
-        self.count += 1;
+        self.ends.push(self.bytes.len());
+    }
+
+    /// Appends a child span written from `skeleton` ([`otlp::Skeleton::write`]).
+    pub fn add_child(
+        &mut self,
+        skeleton: &otlp::Skeleton,
+        trace_id: &[u8; 16],
+        span_id: &[u8; 8],
+        parent: &[u8; 8],
+        start: u64,
+        end: u64,
+    ) {
+        skeleton.write(&mut self.bytes, trace_id, span_id, parent, start, end);
+        self.ends.push(self.bytes.len());
+    }
+
+    /// How many spans it holds.
+    pub fn count(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Appends `other`'s spans after its own.
+    fn append(&mut self, other: &Encoded) {
+        let base = self.bytes.len();
+        self.bytes.extend_from_slice(&other.bytes);
+        self.ends.extend(other.ends.iter().map(|end| base + end));
     }
 
     /// Empties it, keeping its room.
     pub fn clear(&mut self) {
         self.bytes.clear();
-        self.count = 0;
+        self.ends.clear();
     }
 }
 
@@ -173,28 +217,14 @@ impl Exporter {
             max_queue: settings.max_queue,
             max_batch: settings.max_batch,
         });
-        // Each step of a post is bounded, not the post as a whole: ureq resolves the host
-        // on every call (before it looks in its pool), and under a global or per-call
-        // timeout it does so on a new thread, one thread per post. Without one, a name is
-        // resolved in place, as long as the system's resolver allows (resolv.conf), and
-        // only this thread waits for it.
-        let step = Some(settings.timeout);
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .timeout_connect(step)
-            .timeout_send_request(step)
-            .timeout_send_body(step)
-            .timeout_recv_response(step)
-            .timeout_recv_body(step)
-            .http_status_as_error(false)
-            .user_agent(concat!("wpds/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .into();
+        let collector =
+            Collector::new(Endpoint::parse(&settings.endpoint)?, &settings.headers, settings.timeout);
         let shared = Arc::clone(&queue);
         let thread = std::thread::Builder::new()
             .name("wpds-otlp-export".to_owned())
             .spawn(move || {
                 run_as_batch_work();
-                run(&shared, &settings, &origin, &agent)
+                run(&shared, &settings, &origin, collector)
             })
             .map_err(|e| format!("cannot start the span exporter's thread: {e}"))?;
         Ok(Exporter { queue, thread: Mutex::new(Some(thread)) })
@@ -204,13 +234,12 @@ impl Exporter {
     /// room for them.
     pub fn push(&self, spans: &mut Encoded) {
         let mut state = self.queue.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if state.spans.count + spans.count > self.queue.max_queue {
-            state.dropped += spans.count as u64;
+        if state.spans.count() + spans.count() > self.queue.max_queue {
+            state.dropped += spans.count() as u64;
         } else {
-            let before = state.carried + state.spans.count;
-            state.spans.bytes.extend_from_slice(&spans.bytes);
-            state.spans.count += spans.count;
-            if before < self.queue.max_batch && before + spans.count >= self.queue.max_batch {
+            let before = state.carried + state.spans.count();
+            state.spans.append(spans);
+            if before < self.queue.max_batch && before + spans.count() >= self.queue.max_batch {
                 self.queue.wake.notify_one();
             }
         }
@@ -261,7 +290,8 @@ fn run_as_batch_work() {
 /// so that appending to the queue never moves what it holds to grow it. A larger queue
 /// grows past that as it fills.
 fn preallocated(settings: &Settings) -> Encoded {
-    Encoded { bytes: Vec::with_capacity(settings.max_queue.min(4_096) * 200), count: 0 }
+    let spans = settings.max_queue.min(4_096);
+    Encoded { bytes: Vec::with_capacity(spans * 200), ends: Vec::with_capacity(spans) }
 }
 
 /// How often a failing collector or a full queue is logged at most.
@@ -276,11 +306,16 @@ const WARN_EVERY: Duration = Duration::from_secs(10);
 /// would make every other post a small one (a post costs the same system calls whatever
 /// its size). At the schedule delay and at shutdown everything goes. The spans carried
 /// are fewer than a batch, so at most `max_queue + max_batch` spans wait at any time.
-fn run(queue: &Queue, settings: &Settings, origin: &Origin, agent: &ureq::Agent) {
+///
+/// A post's answer is read just before the next post goes ([`Collector::settle`]), and at
+/// shutdown. Once a post has failed (its answer said so, or never came), the rest of the
+/// round is dropped, not posted: a collector that timed out once would likely time out
+/// again, and at shutdown that would hold the process for a timeout per batch.
+fn run(queue: &Queue, settings: &Settings, origin: &Origin, mut collector: Collector) {
     let mut spare = preallocated(settings);
     let envelope = otlp::Envelope::new(origin);
-    let mut carried = Encoded::default();
-    let mut body = Vec::new();
+    let mut head = Vec::new();
+    let mut carried = Carried::default();
     let mut dropped = 0_u64;
     let mut failure: Option<String> = None;
     let mut warned: Option<Instant> = None;
@@ -289,7 +324,7 @@ fn run(queue: &Queue, settings: &Settings, origin: &Origin, agent: &ureq::Agent)
             let mut state = queue.state.lock().unwrap_or_else(PoisonError::into_inner);
             let deadline = Instant::now() + settings.schedule_delay;
             state.carried = carried.count;
-            while !state.stopping && carried.count + state.spans.count < settings.max_batch {
+            while !state.stopping && carried.count + state.spans.count() < settings.max_batch {
                 let left = deadline.saturating_duration_since(Instant::now());
                 if left.is_zero() {
                     break;
@@ -299,43 +334,55 @@ fn run(queue: &Queue, settings: &Settings, origin: &Origin, agent: &ureq::Agent)
             dropped += std::mem::take(&mut state.dropped);
             (std::mem::replace(&mut state.spans, spare), state.stopping)
         };
-        let full = !stopping && carried.count + spans.count >= settings.max_batch;
-        // Batches of at most `max_batch` spans, the carried ones first, cut where spans
-        // end. After a failed post the rest of the round is dropped, not posted: a
-        // collector that timed out once would likely time out again, and at shutdown that
-        // would hold the process for a timeout per batch.
-        let (mut start, mut count, mut failed) = (0, carried.count, false);
-        let ends = otlp::span_ends(&spans.bytes);
-        for end in ends.chain(std::iter::once(usize::MAX)) {
-            let last = end == usize::MAX;
-            if !last {
-                count += 1;
-            }
-            let cut = if last { spans.bytes.len() } else { end };
-            if count > 0 && (count == settings.max_batch || (last && !full)) {
-                if failed {
-                    dropped += count as u64;
-                } else {
-                    envelope.wrap(&mut body, &[&carried.bytes, &spans.bytes[start..cut]]);
-                    if let Err(e) = post(agent, settings, &body) {
-                        dropped += count as u64;
-                        failure = Some(e);
-                        failed = true;
-                    }
-                }
-                carried.clear();
-                (start, count) = (cut, 0);
-            } else if last && count > 0 {
+        let full = !stopping && carried.count + spans.count() >= settings.max_batch;
+        // Batches of at most `max_batch` spans, the carried ones first, cut where the
+        // queue's spans end (`spans.ends`).
+        let (mut taken, mut start, mut failed) = (0, 0, false);
+        loop {
+            let left = spans.count() - taken;
+            let room = settings.max_batch - carried.count;
+            let (count, last) = if left >= room { (room, false) } else { (left, true) };
+            if last && full {
                 // A full round's partial batch: carried over (behind what is carried
                 // already, when no batch was cut; after a failure, dropped instead).
                 if failed {
-                    dropped += count as u64;
+                    dropped += (carried.count + left) as u64;
                     carried.clear();
                 } else {
-                    carried.bytes.extend_from_slice(&spans.bytes[start..cut]);
-                    carried.count = count;
+                    carried.bytes.extend_from_slice(&spans.bytes[start..]);
+                    carried.count += left;
+                }
+                break;
+            }
+            if carried.count + count == 0 {
+                break;
+            }
+            let cut = if count == 0 { start } else { spans.ends[taken + count - 1] };
+            if !failed && let Some((posted, Err(e))) = collector.settle() {
+                dropped += posted as u64;
+                failure = Some(e);
+                failed = true;
+            }
+            if failed {
+                dropped += (carried.count + count) as u64;
+            } else {
+                envelope.head(&mut head, carried.bytes.len() + cut - start);
+                let body = [&head[..], &carried.bytes, &spans.bytes[start..cut]];
+                if let Err(e) = collector.send(&body, carried.count + count) {
+                    dropped += (carried.count + count) as u64;
+                    failure = Some(e);
+                    failed = true;
                 }
             }
+            carried.clear();
+            (taken, start) = (taken + count, cut);
+            if last {
+                break;
+            }
+        }
+        if stopping && let Some((posted, Err(e))) = collector.settle() {
+            dropped += posted as u64;
+            failure = Some(e);
         }
         spans.clear();
         spare = spans;
@@ -353,17 +400,18 @@ fn run(queue: &Queue, settings: &Settings, origin: &Origin, agent: &ureq::Agent)
     }
 }
 
-/// Posts one encoded batch; `Err` says why the collector did not take it.
-fn post(agent: &ureq::Agent, settings: &Settings, body: &[u8]) -> Result<(), String> {
-    let mut request = agent.post(&settings.endpoint).header("Content-Type", "application/x-protobuf");
-    for (name, value) in &settings.headers {
-        request = request.header(name.as_str(), value.as_str());
+/// The spans of a full round's last, partial batch, posted first in the next round.
+#[derive(Default)]
+struct Carried {
+    bytes: Vec<u8>,
+    count: usize,
+}
+
+impl Carried {
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.count = 0;
     }
-    let mut response = request.send(body).map_err(|e| e.to_string())?;
-    let status = response.status();
-    // Read to the end, so the connection is kept for the next post.
-    let _ = response.body_mut().read_to_vec();
-    if status.is_success() { Ok(()) } else { Err(format!("the collector answered {status}")) }
 }
 
 #[cfg(test)]
@@ -465,7 +513,7 @@ mod tests {
             spans.add(&otlp::test_span("work"));
         }
         exporter.push(&mut spans);
-        assert_eq!(spans.count, 0, "the spans were taken");
+        assert_eq!(spans.count(), 0, "the spans were taken");
         let started = Instant::now();
         exporter.shutdown();
         // 20 batches: one post's timeouts (~0.3 s), not twenty (~6 s).

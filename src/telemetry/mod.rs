@@ -32,6 +32,7 @@
 //! Spans are exported on a thread of their own from a bounded queue: a slow or unreachable
 //! collector drops spans, it never holds a request.
 
+mod collector;
 mod context;
 mod export;
 mod otlp;
@@ -75,16 +76,8 @@ impl Tracer {
     fn hold(&self, template: &Template, context: &SpanContext, parent: &[u8; 8], start: u64, end: u64) {
         ENDED.with(|ended| {
             let mut ended = ended.borrow_mut();
-            template.skeleton().write(
-                &mut ended.bytes,
-                &context.trace_id,
-                &context.span_id,
-                parent,
-                start,
-                end,
-            );
-            ended.count += 1;
-            if ended.count >= HELD {
+            ended.add_child(template.skeleton(), &context.trace_id, &context.span_id, parent, start, end);
+            if ended.count() >= HELD {
                 self.exporter.push(&mut ended);
             }
         });
@@ -115,10 +108,10 @@ pub fn init(endpoint: Option<&str>, engine: &'static str) -> Result<bool, String
             (None, Some(base)) => format!("{}/v1/traces", base.trim().trim_end_matches('/')),
             (None, None) => return Ok(false),
         };
-    if !endpoint.starts_with("http://") || ureq::http::Uri::try_from(endpoint.as_str()).is_err() {
+    if let Err(e) = collector::Endpoint::parse(&endpoint) {
         return Err(format!(
-            "tracing: the collector's endpoint {endpoint:?} is not a plain http:// URL (the exporter speaks \
-             plain HTTP: run a collector on the node or as a sidecar)"
+            "tracing: the collector's endpoint: {e} (the exporter speaks plain HTTP: run a collector on the \
+             node or as a sidecar)"
         ));
     }
     if let Some(protocol) =

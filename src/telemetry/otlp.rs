@@ -204,7 +204,7 @@ fn span_len(span: &SpanRecord<'_>) -> usize {
 const SPANS_FIELD: u32 = 2;
 
 /// Appends `span` to `buf` as one `spans` field of `ScopeSpans` (field numbers of
-/// `trace.proto`): a run of these is what [`Envelope::wrap`] wraps. Its length is worked out
+/// `trace.proto`): a run of these follows what [`Envelope::head`] writes. Its length is worked out
 /// first ([`span_len`]), so it is written in one pass, after room is made once.
 pub fn span(buf: &mut Vec<u8>, span: &SpanRecord<'_>) {
     let length = span_len(span);
@@ -315,31 +315,6 @@ impl Skeleton {
     }
 }
 
-/// Where each span [`span`] wrote into `spans` ends: the offsets after each, in order.
-/// Stops at anything it did not write (never, unless the buffer was cut).
-pub fn span_ends(spans: &[u8]) -> impl Iterator<Item = usize> + '_ {
-    let mut at = 0;
-    std::iter::from_fn(move || {
-        if spans.get(at) != Some(&(((SPANS_FIELD << 3) | LEN) as u8)) {
-            return None;
-        }
-        let mut length = 0_u64;
-        let mut shift = 0;
-        at += 1;
-        loop {
-            let byte = *spans.get(at)?;
-            at += 1;
-            length |= u64::from(byte & 0x7f) << shift;
-            shift += 7;
-            if byte < 0x80 {
-                break;
-            }
-        }
-        at = at.checked_add(usize::try_from(length).ok()?).filter(|end| *end <= spans.len())?;
-        Some(at)
-    })
-}
-
 /// Who exports: the resource's attributes and the instrumentation scope.
 #[derive(Debug, Clone)]
 pub struct Origin {
@@ -384,25 +359,20 @@ impl Envelope {
         Envelope { resource, scope }
     }
 
-    /// Writes one `ExportTraceServiceRequest` into `buf` (cleared first): one
-    /// `ResourceSpans` holding one `ScopeSpans` whose spans are the runs of `spans`, one
-    /// after the other (each as [`span`] wrote them). The lengths are worked out before
-    /// the spans are copied, so they are copied once.
-    pub fn wrap(&self, buf: &mut Vec<u8>, spans: &[&[u8]]) {
-        let spans_len: usize = spans.iter().map(|run| run.len()).sum();
+    /// Writes into `buf` (cleared first) what an `ExportTraceServiceRequest` says before
+    /// its spans: one `ResourceSpans` holding one `ScopeSpans` whose spans, `spans_len`
+    /// bytes of them as [`span`] wrote them, follow it (the exporter sends them from where
+    /// they are, uncopied).
+    pub fn head(&self, buf: &mut Vec<u8>, spans_len: usize) {
         let scope_spans = (self.scope.len() + spans_len) as u64;
         let resource_spans = self.resource.len() as u64 + 1 + varint_len(scope_spans) as u64 + scope_spans;
         buf.clear();
-        buf.reserve(resource_spans as usize + 16);
         tag(buf, 1, LEN);
         varint(buf, resource_spans);
         buf.extend_from_slice(&self.resource);
         tag(buf, 2, LEN);
         varint(buf, scope_spans);
         buf.extend_from_slice(&self.scope);
-        for run in spans {
-            buf.extend_from_slice(run);
-        }
     }
 }
 
@@ -596,19 +566,6 @@ mod tests {
             by_nesting(&mut nesting, &record, name, kind, constant);
             assert_eq!(sized, nesting, "{name}");
         }
-    }
-
-    #[test]
-    fn span_ends_finds_every_span_written() {
-        let long = "x".repeat(300);
-        let mut buf = Vec::new();
-        let mut ends = Vec::new();
-        for name in ["short", long.as_str(), "again"] {
-            span(&mut buf, &test_span(name));
-            ends.push(buf.len());
-        }
-        assert_eq!(span_ends(&buf).collect::<Vec<_>>(), ends);
-        assert_eq!(span_ends(&buf[..buf.len() - 1]).count(), 2, "a cut span is not counted");
     }
 
     #[test]
