@@ -149,6 +149,8 @@ def check_spans(binary, workdir):
             "http.response.status_code": 200,
             "operationId": "setOwnTimeLogCell",
             "url.path": CELLS,
+            "network.protocol.version": "1.1",
+            "client.address": "127.0.0.1",
         }
         for key, value in attributes.items():
             if root["attributes"].get(key) != value:

@@ -287,19 +287,17 @@ pub fn end_server_span(span: ServerSpan, method: &Method, answered: Answered<'_>
     }
     let end = span::now();
     let method = method.as_str();
+    let version = answered.protocol_version;
     let mut address = [0; 45];
-    let status = Attribute::new("http.response.status_code", Value::Int(i64::from(answered.status)));
     let mut attributes = [
         Attribute::new("url.path", Value::Str(answered.path)),
-        status,
-        Attribute::new("network.protocol.version", Value::Str(answered.protocol_version)),
-        status,
+        Attribute::new("http.response.status_code", Value::Int(i64::from(answered.status))),
+        Attribute::new("client.address", Value::Str("")),
     ];
-    let mut count = 3;
+    let mut count = 2;
     if let Some(client) = answered.client {
-        attributes[3] =
-            Attribute::new("client.address", Value::Str(span::address_text(client, &mut address)));
-        count = 4;
+        attributes[2].value = Value::Str(span::address_text(client, &mut address));
+        count = 3;
     }
     let error = (answered.status >= 500).then(|| format!("answered {}", answered.status));
     let queue = |fixed: &[u8]| {
@@ -316,46 +314,66 @@ pub fn end_server_span(span: ServerSpan, method: &Method, answered: Answered<'_>
         });
     };
     let method_attribute = Attribute::new("http.request.method", Value::Str(method));
+    let version_attribute = Attribute::new("network.protocol.version", Value::Str(version));
     match &answered.route {
         Route::Operation { span_name, route, operation_id } => SERVER_SPANS.with(|cached| {
-            let constant = [
-                method_attribute,
-                Attribute::new("http.route", Value::Str(route)),
-                Attribute::new("operationId", Value::Str(operation_id)),
-            ];
             let mut cached = cached.borrow_mut();
-            let found = cached.iter().find(|(name, m, _)| std::ptr::eq(*name, *span_name) && **m == *method);
+            let found = cached.iter().find(|template| {
+                std::ptr::eq(template.span_name, *span_name)
+                    && *template.method == *method
+                    && template.version == version
+            });
             match found {
-                Some((_, _, fixed)) => queue(fixed),
-                None if cached.len() < CACHED_SERVER_SPANS => {
-                    let fixed = otlp::fixed(span_name, Kind::Server, &constant);
+                Some(template) => queue(&template.fixed),
+                None => {
+                    let fixed = otlp::fixed(
+                        span_name,
+                        Kind::Server,
+                        &[
+                            method_attribute,
+                            Attribute::new("http.route", Value::Str(route)),
+                            Attribute::new("operationId", Value::Str(operation_id)),
+                            version_attribute,
+                        ],
+                    );
                     queue(&fixed);
-                    cached.push((span_name, method.into(), fixed.into_boxed_slice()));
+                    if cached.len() < CACHED_SERVER_SPANS {
+                        cached.push(ServerTemplate {
+                            span_name,
+                            method: method.into(),
+                            version,
+                            fixed: fixed.into_boxed_slice(),
+                        });
+                    }
                 }
-                None => queue(&otlp::fixed(span_name, Kind::Server, &constant)),
             }
         }),
         Route::Other(route) => queue(&otlp::fixed(
             &format!("{method} {route}"),
             Kind::Server,
-            &[method_attribute, Attribute::new("http.route", Value::Str(route))],
+            &[method_attribute, Attribute::new("http.route", Value::Str(route)), version_attribute],
         )),
-        Route::Unmatched => queue(&otlp::fixed(method, Kind::Server, &[method_attribute])),
+        Route::Unmatched => queue(&otlp::fixed(method, Kind::Server, &[method_attribute, version_attribute])),
     }
 }
 
-/// How many (operation, method) server-span templates a thread keeps: the contract's
-/// operations, with room to spare.
+/// How many (operation, method, HTTP version) server-span templates a thread keeps: the
+/// contract's operations, with room to spare.
 const CACHED_SERVER_SPANS: usize = 64;
 
-/// A cached server-span template: the operation's span name (one `&'static str` per
-/// operation, compared by address), the method, and the fixed part ([`otlp::fixed`]).
-type ServerTemplate = (&'static str, Box<str>, Box<[u8]>);
+/// The fixed part ([`otlp::fixed`]) of the server spans of one operation, method and HTTP
+/// version: the span's name, kind, `http.request.method`, `http.route`, `operationId` and
+/// `network.protocol.version`, encoded once.
+struct ServerTemplate {
+    /// The operation's span name (one `&'static str` per operation, compared by address).
+    span_name: &'static str,
+    method: Box<str>,
+    version: &'static str,
+    fixed: Box<[u8]>,
+}
 
 thread_local! {
-    /// The fixed part of the server span of each operation and method this thread has
-    /// answered: its name, kind, `http.request.method`, `http.route` and `operationId`,
-    /// encoded once.
+    /// The server-span templates of what this thread has answered.
     static SERVER_SPANS: std::cell::RefCell<Vec<ServerTemplate>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
