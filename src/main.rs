@@ -297,7 +297,7 @@ fn observe_writer(state: &AppState) {
         if let Some(metrics) = &metrics {
             metrics.batch_committed(batch.writes);
         }
-        wpds::telemetry::record_batch(batch.writes, batch.started, batch.finished, &batch.links);
+        wpds::telemetry::record_batch(batch);
     }));
 }
 

@@ -178,6 +178,10 @@ impl Encoded {
     }
 }
 
+/// A span whose encoding is left to the exporter's thread: it appends the span to the
+/// spans given.
+pub type Deferred = Box<dyn FnOnce(&mut Encoded) + Send>;
+
 /// What the request threads and the exporter thread share.
 struct Queue {
     state: Mutex<State>,
@@ -189,6 +193,8 @@ struct Queue {
 
 struct State {
     spans: Encoded,
+    /// Spans to be encoded on the exporter's thread ([`Exporter::defer`]).
+    deferred: Vec<Deferred>,
     /// Spans dropped since the exporter last looked (the queue was full).
     dropped: u64,
     /// How many spans the exporter carries over from its last round: with the queue's,
@@ -209,6 +215,7 @@ impl Exporter {
         let queue = Arc::new(Queue {
             state: Mutex::new(State {
                 spans: preallocated(&settings),
+                deferred: Vec::new(),
                 dropped: 0,
                 carried: 0,
                 stopping: false,
@@ -245,6 +252,17 @@ impl Exporter {
         }
         drop(state);
         spans.clear();
+    }
+
+    /// Queues a span that the exporter's thread encodes (into the spans it takes next), or
+    /// drops it when the queue is full: for a thread that must not spend the time.
+    pub fn defer(&self, span: Deferred) {
+        let mut state = self.queue.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.spans.count() + state.deferred.len() >= self.queue.max_queue {
+            state.dropped += 1;
+        } else {
+            state.deferred.push(span);
+        }
     }
 
     /// Exports what is queued and stops the thread (at shutdown; when the collector does
@@ -316,6 +334,7 @@ fn run(queue: &Queue, settings: &Settings, origin: &Origin, mut collector: Colle
     let envelope = otlp::Envelope::new(origin);
     let mut head = Vec::new();
     let mut carried = Carried::default();
+    let mut deferred = Vec::new();
     let mut dropped = 0_u64;
     let mut failure: Option<String> = None;
     let mut warned: Option<Instant> = None;
@@ -332,8 +351,12 @@ fn run(queue: &Queue, settings: &Settings, origin: &Origin, mut collector: Colle
                 state = queue.wake.wait_timeout(state, left).unwrap_or_else(PoisonError::into_inner).0;
             }
             dropped += std::mem::take(&mut state.dropped);
+            std::mem::swap(&mut state.deferred, &mut deferred);
             (std::mem::replace(&mut state.spans, spare), state.stopping)
         };
+        for span in deferred.drain(..) {
+            span(&mut spans);
+        }
         let full = !stopping && carried.count + spans.count() >= settings.max_batch;
         // Batches of at most `max_batch` spans, the carried ones first, cut where the
         // queue's spans end (`spans.ends`).
@@ -628,6 +651,30 @@ mod tests {
         exporter.shutdown();
         assert_eq!(next(), names(12..13));
         assert!(posts.try_recv().is_err(), "no other post");
+    }
+
+    #[test]
+    fn a_deferred_span_is_encoded_on_the_exporters_thread_and_posted() {
+        // Arrange
+        let (sender, posts) = std::sync::mpsc::channel();
+        let (settings, _) = Settings::read(recording_collector(sender), |_| None);
+        let origin = Origin { resource: Vec::new(), scope: "test", version: "0" };
+        let exporter = Exporter::start(settings, origin).expect("started");
+        let (thread_tx, thread) = std::sync::mpsc::channel();
+
+        // Act
+        exporter.defer(Box::new(move |spans: &mut Encoded| {
+            let _ = thread_tx.send(std::thread::current().name().map(str::to_owned));
+            spans.add(&otlp::test_span("deferred"));
+        }));
+        exporter.shutdown();
+
+        // Assert
+        assert_eq!(
+            thread.recv_timeout(Duration::from_secs(10)).expect("encoded"),
+            Some("wpds-otlp-export".to_owned())
+        );
+        assert_eq!(posts.recv_timeout(Duration::from_secs(10)).expect("a post"), ["deferred"]);
     }
 
     #[test]

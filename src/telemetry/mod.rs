@@ -48,7 +48,6 @@ use sampler::Sampler;
 use span::{Kind, Link, SpanRecord, Value};
 use std::future::Future;
 use std::sync::OnceLock;
-use std::time::SystemTime;
 
 /// What tracing needs once it is on.
 struct Tracer {
@@ -490,33 +489,34 @@ pub fn current_link() -> Option<wpds_storage::writer::TraceLink> {
 }
 
 /// Records one committed batch of the SQLite writer as a span of its own trace (when the
-/// sampler keeps it) linking to the requests it carried.
-pub fn record_batch(
-    writes: usize,
-    started: SystemTime,
-    finished: SystemTime,
-    links: &[wpds_storage::writer::TraceLink],
-) {
+/// sampler keeps it) linking to the requests it carried. The span is encoded on the
+/// exporter's thread, not here: the writer's thread is the one every write waits for, so
+/// it only hands the report over (its links move, uncopied).
+pub fn record_batch(batch: wpds_storage::writer::BatchReport) {
     let Some(tracer) = TRACER.get() else { return };
     let trace_id = new_trace_id();
     if !tracer.sampler.sample(None, &trace_id) {
         return;
     }
-    let links: Vec<Link> = links.iter().map(|l| Link { trace_id: l.trace_id, span_id: l.span_id }).collect();
-    tracer.queue(&SpanRecord {
-        context: SpanContext { trace_id, span_id: new_span_id(), sampled: true },
-        parent: None,
-        trace_state: None,
-        fixed: WRITER_BATCH.fixed(),
-        start: span::unix_nanos(started),
-        end: span::unix_nanos(finished),
-        attributes: &[Attribute::new(
-            "db.operation.batch.size",
-            Value::Int(i64::try_from(writes).unwrap_or(i64::MAX)),
-        )],
-        links: &links,
-        error: None,
-    });
+    let context = SpanContext { trace_id, span_id: new_span_id(), sampled: true };
+    tracer.exporter.defer(Box::new(move |spans: &mut export::Encoded| {
+        let links: Vec<Link> =
+            batch.links.iter().map(|l| Link { trace_id: l.trace_id, span_id: l.span_id }).collect();
+        spans.add(&SpanRecord {
+            context,
+            parent: None,
+            trace_state: None,
+            fixed: WRITER_BATCH.fixed(),
+            start: span::unix_nanos(batch.started),
+            end: span::unix_nanos(batch.finished),
+            attributes: &[Attribute::new(
+                "db.operation.batch.size",
+                Value::Int(i64::try_from(batch.writes).unwrap_or(i64::MAX)),
+            )],
+            links: &links,
+            error: None,
+        });
+    }));
 }
 
 #[cfg(test)]

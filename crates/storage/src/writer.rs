@@ -83,8 +83,9 @@ pub struct Writer {
     observer: Arc<OnceLock<BatchObserver>>,
 }
 
-/// Hears of each committed batch (on the writer thread: keep it cheap).
-pub type BatchObserver = Box<dyn Fn(&BatchReport) + Send + Sync>;
+/// Hears of each committed batch (on the writer thread: keep it cheap), and is given its
+/// report (its links move on without a copy).
+pub type BatchObserver = Box<dyn Fn(BatchReport) + Send + Sync>;
 
 /// A committed batch, as [`Writer::observe_batches`] reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -425,7 +426,7 @@ impl Batcher {
             done.answer(committed.as_ref().map(|_| ()));
         }
         if let Some((observe, report)) = report {
-            observe(&report);
+            observe(report);
         }
     }
 

@@ -359,7 +359,7 @@ fn an_observer_hears_of_a_committed_batch_after_its_writes_are_answered() {
     let (release_tx, release) = mpsc::channel::<()>();
     let release = std::sync::Mutex::new(release);
     writer.observe_batches(Box::new(move |batch| {
-        let _ = heard_tx.send((batch.writes, batch.links.clone()));
+        let _ = heard_tx.send((batch.writes, batch.links));
         let _ = release.lock().expect("one observer at a time").recv_timeout(Duration::from_secs(10));
     }));
     let link = TraceLink { trace_id: [7; 16], span_id: [8; 8] };
