@@ -567,32 +567,30 @@ mod tests {
         );
     }
 
-    #[test]
-    fn chunked_and_interim_answers_are_read_to_their_end() {
-        let chunked = "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\
-                       5;note=x\r\nhello\r\n0\r\nTrailer: t\r\n\r\n";
-        let (endpoint, received) = scripted(vec![Some(chunked), Some(OK)]);
+    /// Two posts to a collector answering `answers`, each answer read and taken: the
+    /// number of the connection each post went on.
+    fn two_posts(answers: Vec<Option<&'static str>>) -> Vec<usize> {
+        let (endpoint, received) = scripted(answers);
         let mut collector = client(endpoint);
         for spans in [1, 2] {
             collector.send(&[b"x"], spans).expect("sent");
             assert_eq!(collector.settle(), Some((spans, Ok(()))));
         }
-        let connections: Vec<usize> = received.try_iter().map(|(number, _)| number).collect();
-        assert_eq!(connections, [0, 0], "the connection was kept");
+        received.try_iter().map(|(number, _)| number).collect()
+    }
+
+    #[test]
+    fn chunked_and_interim_answers_are_read_to_their_end() {
+        let chunked = "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\
+                       5;note=x\r\nhello\r\n0\r\nTrailer: t\r\n\r\n";
+        assert_eq!(two_posts(vec![Some(chunked), Some(OK)]), [0, 0], "the connection was kept");
     }
 
     #[test]
     fn an_http_1_0_collector_gets_a_connection_a_post() {
         // Python's http.server answers so, and closes.
         let answer = "HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n";
-        let (endpoint, received) = scripted(vec![Some(answer), Some(answer)]);
-        let mut collector = client(endpoint);
-        for spans in [1, 2] {
-            collector.send(&[b"x"], spans).expect("sent");
-            assert_eq!(collector.settle(), Some((spans, Ok(()))));
-        }
-        let connections: Vec<usize> = received.try_iter().map(|(number, _)| number).collect();
-        assert_eq!(connections, [0, 1]);
+        assert_eq!(two_posts(vec![Some(answer), Some(answer)]), [0, 1]);
     }
 
     #[test]
