@@ -241,7 +241,7 @@ impl Exporter {
     /// room for them.
     pub fn push(&self, spans: &mut Encoded) {
         let mut state = self.queue.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if state.spans.count() + spans.count() > self.queue.max_queue {
+        if state.spans.count() + state.deferred.len() + spans.count() > self.queue.max_queue {
             state.dropped += spans.count() as u64;
         } else {
             let before = state.carried + state.spans.count();
