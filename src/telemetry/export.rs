@@ -203,6 +203,14 @@ struct State {
     stopping: bool,
 }
 
+impl State {
+    /// How many spans wait in the queue, encoded or deferred: what the queue's bound
+    /// (`max_queue`) counts.
+    fn waiting(&self) -> usize {
+        self.spans.count() + self.deferred.len()
+    }
+}
+
 /// The running exporter.
 pub struct Exporter {
     queue: Arc<Queue>,
@@ -241,7 +249,7 @@ impl Exporter {
     /// room for them.
     pub fn push(&self, spans: &mut Encoded) {
         let mut state = self.queue.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if state.spans.count() + state.deferred.len() + spans.count() > self.queue.max_queue {
+        if state.waiting() + spans.count() > self.queue.max_queue {
             state.dropped += spans.count() as u64;
         } else {
             let before = state.carried + state.spans.count();
@@ -258,7 +266,7 @@ impl Exporter {
     /// drops it when the queue is full: for a thread that must not spend the time.
     pub fn defer(&self, span: Deferred) {
         let mut state = self.queue.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if state.spans.count() + state.deferred.len() >= self.queue.max_queue {
+        if state.waiting() >= self.queue.max_queue {
             state.dropped += 1;
         } else {
             state.deferred.push(span);
