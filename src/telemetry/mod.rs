@@ -45,7 +45,7 @@ pub use span::Attribute;
 use actix_web::http::Method;
 use actix_web::http::header::HeaderMap;
 use sampler::Sampler;
-use span::{Kind, Link, SpanRecord, Value};
+use span::{Kind, SpanRecord, Value};
 use std::future::Future;
 use std::sync::OnceLock;
 
@@ -500,8 +500,6 @@ pub fn record_batch(batch: wpds_storage::writer::BatchReport) {
     }
     let context = SpanContext { trace_id, span_id: new_span_id(), sampled: true };
     tracer.exporter.defer(Box::new(move |spans: &mut export::Encoded| {
-        let links: Vec<Link> =
-            batch.links.iter().map(|l| Link { trace_id: l.trace_id, span_id: l.span_id }).collect();
         spans.add(&SpanRecord {
             context,
             parent: None,
@@ -513,7 +511,7 @@ pub fn record_batch(batch: wpds_storage::writer::BatchReport) {
                 "db.operation.batch.size",
                 Value::Int(i64::try_from(batch.writes).unwrap_or(i64::MAX)),
             )],
-            links: &links,
+            links: &batch.links,
             error: None,
         });
     }));

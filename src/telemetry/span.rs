@@ -41,14 +41,10 @@ impl<'a> Attribute<'a> {
     }
 }
 
-/// A link to another trace's span (the SQLite writer's batch to the requests it carried).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Link {
-    /// The linked span's trace.
-    pub trace_id: [u8; 16],
-    /// The linked span.
-    pub span_id: [u8; 8],
-}
+/// A link to another trace's span (the SQLite writer's batch to the requests it carried):
+/// the storage layer's [`TraceLink`](wpds_storage::writer::TraceLink) itself, so that a
+/// batch's links are encoded where the writer left them, without a copy.
+pub use wpds_storage::writer::TraceLink as Link;
 
 /// A finished, sampled span.
 #[derive(Debug, Clone, Copy, PartialEq)]
