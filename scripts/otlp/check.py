@@ -145,6 +145,7 @@ def check_spans(binary, workdir):
                 fail(f"server span {key}: {root[key]!r}, expected {value!r}")
         attributes = {
             "http.request.method": "PUT",
+            "url.scheme": "http",
             "http.route": "/v1/workspaces/{workspaceId}/time-log/cells",
             "http.response.status_code": 200,
             "operationId": "setOwnTimeLogCell",
@@ -155,6 +156,9 @@ def check_spans(binary, workdir):
         for key, value in attributes.items():
             if root["attributes"].get(key) != value:
                 fail(f"server span attribute {key}: {root['attributes'].get(key)!r}, expected {value!r}")
+        for absent in ("url.query", "error.type", "http.request.method_original"):
+            if absent in root["attributes"]:
+                fail(f"the write's server span has {absent}: {root['attributes']}")
         children = [s for s in mine if s["parentSpanId"] == root["spanId"]]
         names = sorted(s["name"] for s in children)
         for name in ("authentication", "validation", "database"):
@@ -177,6 +181,21 @@ def check_spans(binary, workdir):
             fail(f"the batch span links {batch['links']}, not the server span {root['spanId']}")
         if batch["attributes"].get("db.operation.batch.size", 0) < 1:
             fail(f"the batch span's size: {batch['attributes']}")
+        # A query is recorded with the conventions' signature keys redacted; a method the
+        # conventions do not know is `_OTHER` and names the span `HTTP`, whatever a client
+        # sends (no span name or attribute value of its own making).
+        query_trace, _, query_header = traceparent()
+        server.request("GET", RECEIPTS + "?limit=2&sig=s3cret", headers={"traceparent": query_header})
+        odd_trace, _, odd_header = traceparent()
+        server.request("FROB", RECEIPTS, headers={"traceparent": odd_header})
+        wait_until("the query's and the odd method's spans arrive", 20, lambda: any(s["kind"] == SERVER for s in of_trace(query_trace)) and any(s["kind"] == SERVER for s in of_trace(odd_trace)))
+        queried = next(s for s in of_trace(query_trace) if s["kind"] == SERVER)
+        if queried["attributes"].get("url.query") != "limit=2&sig=REDACTED":
+            fail(f"url.query: {queried['attributes'].get('url.query')!r}, expected 'limit=2&sig=REDACTED'")
+        odd = next(s for s in of_trace(odd_trace) if s["kind"] == SERVER)
+        odd_expected = {"http.request.method": "_OTHER", "http.request.method_original": "FROB", "url.scheme": "http"}
+        if not odd["name"].startswith("HTTP") or "FROB" in odd["name"] or any(odd["attributes"].get(k) != v for k, v in odd_expected.items()):
+            fail(f"the odd method's server span: {odd['name']!r} {odd['attributes']}")
         refusal = [s for s in of_trace(trace2) if s["kind"] == SERVER]
         if not refusal or refusal[0]["attributes"].get("http.response.status_code") != 401:
             fail(f"the refusal's server span: {refusal}")

@@ -112,6 +112,7 @@ impl<'a> Answer<'a> {
             telemetry::Answered {
                 route,
                 path: self.request.map_or("", |r| r.path()),
+                query: self.request.map_or("", |r| r.query_string()),
                 status: self.status,
                 client: self.request.and_then(access_log::client_address),
                 protocol_version,

@@ -8,9 +8,14 @@
 //! What a request makes:
 //! - one server span named `{method} {route}` (the route template; the method alone for a
 //!   request no route matched), per the HTTP semantic conventions: `http.request.method`,
-//!   `url.path`, `http.route`, `http.response.status_code`, `client.address`,
-//!   `network.protocol.version`, and `operationId` for the contract's operations; status
-//!   error for a 5xx. An incoming W3C `traceparent` (with its `tracestate`) is its parent;
+//!   `url.scheme`, `url.path`, `url.query` (when there is one; the values of the keys the
+//!   conventions name as signatures redacted), `http.route`, `http.response.status_code`,
+//!   `client.address`, `network.protocol.version`, and `operationId` for the contract's
+//!   operations; for a 5xx, status error and `error.type` (the status code). A method the
+//!   conventions do not know is `_OTHER` (the request's own in
+//!   `http.request.method_original`) and names the span `HTTP`, so a client cannot make
+//!   span names or attribute values of its own. An incoming W3C `traceparent` (with its
+//!   `tracestate`) is its parent;
 //! - child spans `authentication`, `validation`, and `database` for each database call
 //!   (`db.system.name`), made only inside a sampled request;
 //! - on SQLite, the writer thread's batch span `sqlite writer batch`, which links to the
@@ -269,6 +274,8 @@ pub struct Answered<'a> {
     pub route: Route,
     /// The path as requested.
     pub path: &'a str,
+    /// The query as requested (without its `?`; empty for none).
+    pub query: &'a str,
     /// The status answered.
     pub status: u16,
     /// The client's address.
@@ -285,20 +292,34 @@ pub fn end_server_span(span: ServerSpan, method: &Method, answered: Answered<'_>
         return;
     }
     let end = span::now();
-    let method = method.as_str();
+    let original = method.as_str();
+    let known = KNOWN_METHODS.contains(method);
+    let method = if known { original } else { "_OTHER" };
     let version = answered.protocol_version;
     let mut address = [0; 45];
-    let mut attributes = [
-        Attribute::new("url.path", Value::Str(answered.path)),
-        Attribute::new("http.response.status_code", Value::Int(i64::from(answered.status))),
-        Attribute::new("client.address", Value::Str("")),
-    ];
+    let failed = answered.status >= 500;
+    let status_text = if failed { answered.status.to_string() } else { String::new() };
+    let query = redacted_query(answered.query);
+    let mut attributes = [Attribute::new("url.path", Value::Str(answered.path)); 6];
+    attributes[1] = Attribute::new("http.response.status_code", Value::Int(i64::from(answered.status)));
     let mut count = 2;
+    let mut add = |attribute| {
+        attributes[count] = attribute;
+        count += 1;
+    };
     if let Some(client) = answered.client {
-        attributes[2].value = Value::Str(span::address_text(client, &mut address));
-        count = 3;
+        add(Attribute::new("client.address", Value::Str(span::address_text(client, &mut address))));
     }
-    let error = (answered.status >= 500).then(|| format!("answered {}", answered.status));
+    if !query.is_empty() {
+        add(Attribute::new("url.query", Value::Str(&query)));
+    }
+    if !known {
+        add(Attribute::new("http.request.method_original", Value::Str(original)));
+    }
+    if failed {
+        add(Attribute::new("error.type", Value::Str(&status_text)));
+    }
+    let error = failed.then(|| format!("answered {}", answered.status));
     let queue = |fixed: &[u8]| {
         tracer.queue(&SpanRecord {
             context: span.context,
@@ -314,8 +335,11 @@ pub fn end_server_span(span: ServerSpan, method: &Method, answered: Answered<'_>
     };
     let method_attribute = Attribute::new("http.request.method", Value::Str(method));
     let version_attribute = Attribute::new("network.protocol.version", Value::Str(version));
+    let scheme_attribute = Attribute::new("url.scheme", Value::Str("http"));
+    // `{method} {route}`, where an unknown method is `HTTP`.
+    let named = if known { method } else { "HTTP" };
     match &answered.route {
-        Route::Operation { span_name, route, operation_id } => SERVER_SPANS.with(|cached| {
+        Route::Operation { span_name, route, operation_id } if known => SERVER_SPANS.with(|cached| {
             let mut cached = cached.borrow_mut();
             let found = cached.iter().find(|template| {
                 std::ptr::eq(template.span_name, *span_name)
@@ -330,6 +354,7 @@ pub fn end_server_span(span: ServerSpan, method: &Method, answered: Answered<'_>
                         Kind::Server,
                         &[
                             method_attribute,
+                            scheme_attribute,
                             Attribute::new("http.route", Value::Str(route)),
                             Attribute::new("operationId", Value::Str(operation_id)),
                             version_attribute,
@@ -347,13 +372,69 @@ pub fn end_server_span(span: ServerSpan, method: &Method, answered: Answered<'_>
                 }
             }
         }),
-        Route::Other(route) => queue(&otlp::fixed(
-            &format!("{method} {route}"),
+        Route::Operation { route, operation_id, .. } => queue(&otlp::fixed(
+            &format!("{named} {route}"),
             Kind::Server,
-            &[method_attribute, Attribute::new("http.route", Value::Str(route)), version_attribute],
+            &[
+                method_attribute,
+                scheme_attribute,
+                Attribute::new("http.route", Value::Str(route)),
+                Attribute::new("operationId", Value::Str(operation_id)),
+                version_attribute,
+            ],
         )),
-        Route::Unmatched => queue(&otlp::fixed(method, Kind::Server, &[method_attribute, version_attribute])),
+        Route::Other(route) => queue(&otlp::fixed(
+            &format!("{named} {route}"),
+            Kind::Server,
+            &[
+                method_attribute,
+                scheme_attribute,
+                Attribute::new("http.route", Value::Str(route)),
+                version_attribute,
+            ],
+        )),
+        Route::Unmatched => {
+            queue(&otlp::fixed(named, Kind::Server, &[method_attribute, scheme_attribute, version_attribute]))
+        }
     }
+}
+
+/// The methods the HTTP semantic conventions know (RFC 9110's and PATCH): a server span
+/// records any other as `_OTHER`.
+const KNOWN_METHODS: [Method; 9] = [
+    Method::GET,
+    Method::HEAD,
+    Method::POST,
+    Method::PUT,
+    Method::DELETE,
+    Method::CONNECT,
+    Method::OPTIONS,
+    Method::TRACE,
+    Method::PATCH,
+];
+
+/// The query keys whose values the HTTP semantic conventions have instrumentations redact
+/// by default (signatures and keys that authorise a request by its URL).
+const SENSITIVE_QUERY_KEYS: [&str; 4] = ["AWSAccessKeyId", "Signature", "sig", "X-Goog-Signature"];
+
+/// `query` as `url.query` records it: the values of [`SENSITIVE_QUERY_KEYS`] replaced by
+/// `REDACTED`, the rest as sent (borrowed unless something is redacted).
+fn redacted_query(query: &str) -> std::borrow::Cow<'_, str> {
+    let sensitive = |pair: &str| {
+        let key = pair.split_once('=').map_or(pair, |(key, _)| key);
+        SENSITIVE_QUERY_KEYS.contains(&key)
+    };
+    if !query.split('&').any(sensitive) {
+        return std::borrow::Cow::Borrowed(query);
+    }
+    let pairs: Vec<String> = query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((key, _)) if sensitive(pair) => format!("{key}=REDACTED"),
+            _ => pair.to_owned(),
+        })
+        .collect();
+    std::borrow::Cow::Owned(pairs.join("&"))
 }
 
 /// How many (operation, method, HTTP version) server-span templates a thread keeps: the
@@ -361,8 +442,8 @@ pub fn end_server_span(span: ServerSpan, method: &Method, answered: Answered<'_>
 const CACHED_SERVER_SPANS: usize = 64;
 
 /// The fixed part ([`otlp::fixed`]) of the server spans of one operation, method and HTTP
-/// version: the span's name, kind, `http.request.method`, `http.route`, `operationId` and
-/// `network.protocol.version`, encoded once.
+/// version: the span's name, kind, `http.request.method`, `url.scheme`, `http.route`,
+/// `operationId` and `network.protocol.version`, encoded once.
 struct ServerTemplate {
     /// The operation's span name (one `&'static str` per operation, compared by address).
     span_name: &'static str,
@@ -520,6 +601,24 @@ pub fn record_batch(batch: wpds_storage::writer::BatchReport) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_query_keeps_its_text_but_not_the_values_the_conventions_call_signatures() {
+        assert_eq!(redacted_query(""), "");
+        assert!(matches!(
+            redacted_query("limit=25&cursor=abc"),
+            std::borrow::Cow::Borrowed("limit=25&cursor=abc")
+        ));
+        assert_eq!(
+            redacted_query("limit=25&sig=secret&Signature=x"),
+            "limit=25&sig=REDACTED&Signature=REDACTED"
+        );
+        assert_eq!(
+            redacted_query("AWSAccessKeyId=AKIA&X-Goog-Signature=y&signature=z"),
+            "AWSAccessKeyId=REDACTED&X-Goog-Signature=REDACTED&signature=z"
+        );
+        assert_eq!(redacted_query("sig&limit=1"), "sig&limit=1");
+    }
 
     #[test]
     fn the_resource_names_the_service_once_with_the_environments_attributes() {
