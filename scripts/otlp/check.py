@@ -4,6 +4,7 @@ import http.client
 import json
 import os
 import secrets
+import signal
 import socket
 import statistics
 import subprocess
@@ -17,6 +18,7 @@ RECEIVER = os.path.join(ROOT, "scripts", "otlp", "receiver.py")
 CELLS = "/v1/workspaces/1/time-log/cells"
 RECEIPTS = "/v1/workspaces/1/projects/7/sync-updates/commercial-receipts"
 SERVER, INTERNAL = 2, 1  # OTLP span kinds
+STATUS_ERROR = 2  # OTLP status code
 
 
 def fail(message):
@@ -99,7 +101,7 @@ def check_spans(binary, workdir):
     receiver = subprocess.Popen([sys.executable, RECEIVER, str(port), out])
     server = None
     try:
-        server = Server(binary, workdir, "traced", {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}", "OTEL_BSP_SCHEDULE_DELAY": "100"})
+        server = Server(binary, workdir, "traced", {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}", "OTEL_BSP_SCHEDULE_DELAY": "100", "WPDS_DRAIN_SECONDS": "3"})
         # A write continuing an incoming trace; its X-Request-Id is the trace's id.
         trace, parent, header = traceparent()
         status, headers, _ = server.write("2026-11-09", extra={"traceparent": header})
@@ -210,11 +212,24 @@ def check_spans(binary, workdir):
         wait_until("the request after the unsampled write is exported", 20, lambda: any(s["kind"] == SERVER for s in of_trace(trace3)))
         if of_trace(unsampled) or any(l["traceId"] == unsampled for s in spans() for l in s["links"]):
             fail(f"the unsampled write's trace {unsampled} was exported: {of_trace(unsampled)}")
+        # A 5xx: /readyz answers 503 while the server drains after SIGTERM; its server span
+        # has status error and error.type "503" (exported before the server exits).
+        failing, _, failing_header = traceparent()
+        server.process.send_signal(signal.SIGTERM)
+        wait_until("/readyz answers 503 while draining", 10, lambda: server.status("GET", "/readyz") == 503)
+        status, _, _ = server.request("GET", "/readyz", headers={"traceparent": failing_header})
+        if status != 503:
+            fail(f"/readyz while draining answered {status}")
+        wait_until("the 503's server span arrives", 20, lambda: any(s["kind"] == SERVER for s in of_trace(failing)))
+        drained = next(s for s in of_trace(failing) if s["kind"] == SERVER)
+        if drained["status"] != STATUS_ERROR or drained["attributes"].get("error.type") != "503":
+            fail(f"the 503's server span: status {drained['status']}, attributes {drained['attributes']}")
         print(
             f"check-tracing: spans OK: {len(mine)} spans in the write's trace "
             f"({', '.join(sorted(s['name'] for s in mine))}), parent {parent} kept, "
             f"batch span of {batch['attributes']['db.operation.batch.size']} write(s) links back; "
-            f"an unsampled write exported nothing"
+            f"an unsampled write exported nothing; a query, an unknown method and a 503 are recorded "
+            f"as the HTTP conventions ask"
         )
     finally:
         if server is not None:
