@@ -338,6 +338,19 @@ pub fn end_server_span(span: ServerSpan, method: &Method, answered: Answered<'_>
     let scheme_attribute = Attribute::new("url.scheme", Value::Str("http"));
     // `{method} {route}`, where an unknown method is `HTTP`.
     let named = if known { method } else { "HTTP" };
+    let operation_fixed = |name: &str, route: &str, operation_id: &str| {
+        otlp::fixed(
+            name,
+            Kind::Server,
+            &[
+                method_attribute,
+                scheme_attribute,
+                Attribute::new("http.route", Value::Str(route)),
+                Attribute::new("operationId", Value::Str(operation_id)),
+                version_attribute,
+            ],
+        )
+    };
     match &answered.route {
         Route::Operation { span_name, route, operation_id } if known => SERVER_SPANS.with(|cached| {
             let mut cached = cached.borrow_mut();
@@ -349,17 +362,7 @@ pub fn end_server_span(span: ServerSpan, method: &Method, answered: Answered<'_>
             match found {
                 Some(template) => queue(&template.fixed),
                 None => {
-                    let fixed = otlp::fixed(
-                        span_name,
-                        Kind::Server,
-                        &[
-                            method_attribute,
-                            scheme_attribute,
-                            Attribute::new("http.route", Value::Str(route)),
-                            Attribute::new("operationId", Value::Str(operation_id)),
-                            version_attribute,
-                        ],
-                    );
+                    let fixed = operation_fixed(span_name, route, operation_id);
                     queue(&fixed);
                     if cached.len() < CACHED_SERVER_SPANS {
                         cached.push(ServerTemplate {
@@ -372,17 +375,9 @@ pub fn end_server_span(span: ServerSpan, method: &Method, answered: Answered<'_>
                 }
             }
         }),
-        Route::Operation { route, operation_id, .. } => queue(&otlp::fixed(
-            &format!("{named} {route}"),
-            Kind::Server,
-            &[
-                method_attribute,
-                scheme_attribute,
-                Attribute::new("http.route", Value::Str(route)),
-                Attribute::new("operationId", Value::Str(operation_id)),
-                version_attribute,
-            ],
-        )),
+        Route::Operation { route, operation_id, .. } => {
+            queue(&operation_fixed(&format!("{named} {route}"), route, operation_id))
+        }
         Route::Other(route) => queue(&otlp::fixed(
             &format!("{named} {route}"),
             Kind::Server,
