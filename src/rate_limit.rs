@@ -15,11 +15,15 @@
 //! - When the shared counters cannot be reached the request is let through and the log says
 //!   so: a limiter must not turn a database hiccup into an outage of its own.
 
+use actix_web::http::header::{HeaderMap, HeaderName};
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The header a trusted proxy names the addresses it forwarded for in.
+const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 
 /// The revision of the IETF draft whose fields are sent.
 pub const DRAFT: &str = "draft-ietf-httpapi-ratelimit-headers-09";
@@ -187,13 +191,16 @@ impl RateLimiter {
     }
 
     /// The address a request from `peer` counts against: the peer, or behind a trusted
-    /// proxy the nearest address of its `X-Forwarded-For` fields (`forwarded_for`, in the
-    /// order received) that is not a trusted proxy.
-    pub fn client_address<'a>(&self, peer: IpAddr, forwarded_for: impl Iterator<Item = &'a str>) -> IpAddr {
+    /// proxy the nearest address of its `X-Forwarded-For` fields (in `headers`, in the
+    /// order received) that is not a trusted proxy. The headers are read only for a peer
+    /// that is a trusted proxy (for any other, this is a comparison per trusted proxy).
+    pub fn client_address(&self, peer: IpAddr, headers: &HeaderMap) -> IpAddr {
         if !self.trusted_proxies.contains(&peer) {
             return peer;
         }
-        let forwarded = forwarded_for
+        let forwarded = headers
+            .get_all(X_FORWARDED_FOR)
+            .filter_map(|v| v.to_str().ok())
             .flat_map(|v| v.split(','))
             .filter_map(|a| a.trim().parse::<IpAddr>().ok())
             .collect::<Vec<_>>();

@@ -37,8 +37,7 @@ pub fn enabled() -> bool {
 pub fn client_address(req: &HttpRequest) -> Option<std::net::IpAddr> {
     let peer = req.peer_addr()?.ip();
     let Some(state) = req.app_data::<Data<AppState>>() else { return Some(peer) };
-    let forwarded_for = req.headers().get_all("x-forwarded-for").filter_map(|v| v.to_str().ok());
-    Some(state.limiter.client_address(peer, forwarded_for))
+    Some(state.limiter.client_address(peer, req.headers()))
 }
 
 /// Writes the access line of `response`, answered after `elapsed`, with trace id `trace_id`.

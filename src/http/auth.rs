@@ -91,8 +91,7 @@ async fn limit_address(req: &HttpRequest, state: &AppState) -> Result<(), ApiErr
     let Some(peer) = req.peer_addr() else {
         return Ok(());
     };
-    let forwarded_for = req.headers().get_all("x-forwarded-for").filter_map(|v| v.to_str().ok());
-    let address = state.limiter.client_address(peer.ip(), forwarded_for);
+    let address = state.limiter.client_address(peer.ip(), req.headers());
     limit(req, state, Subject::Address(address)).await
 }
 
