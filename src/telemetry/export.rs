@@ -145,7 +145,14 @@ impl Encoded {
         self.ends.push(self.bytes.len());
     }
 
-    /// Appends a child span written from `skeleton` ([`otlp::Skeleton::write`]).
+    /// Encodes `span` after the others from `skeleton`, which holds its fixed part
+    /// ([`otlp::Skeleton::write`]).
+    pub fn add_from(&mut self, skeleton: &otlp::Skeleton, span: &super::span::SpanRecord<'_>) {
+        skeleton.write(&mut self.bytes, span);
+        self.ends.push(self.bytes.len());
+    }
+
+    /// Appends a child span written from `skeleton` ([`otlp::Skeleton::write_child`]).
     pub fn add_child(
         &mut self,
         skeleton: &otlp::Skeleton,
@@ -155,7 +162,7 @@ impl Encoded {
         start: u64,
         end: u64,
     ) {
-        skeleton.write(&mut self.bytes, trace_id, span_id, parent, start, end);
+        skeleton.write_child(&mut self.bytes, trace_id, span_id, parent, start, end);
         self.ends.push(self.bytes.len());
     }
 

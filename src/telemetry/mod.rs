@@ -87,11 +87,15 @@ impl Tracer {
         });
     }
 
-    /// Encodes an ended server span and queues it with the child spans this thread holds.
-    fn queue(&self, span: &SpanRecord<'_>) {
+    /// Encodes an ended server span (from `skeleton`, when it is made from the span's
+    /// fixed part) and queues it with the child spans this thread holds.
+    fn queue(&self, skeleton: Option<&otlp::Skeleton>, span: &SpanRecord<'_>) {
         ENDED.with(|ended| {
             let mut ended = ended.borrow_mut();
-            ended.add(span);
+            match skeleton {
+                Some(skeleton) => ended.add_from(skeleton, span),
+                None => ended.add(span),
+            }
             self.exporter.push(&mut ended);
         });
     }
@@ -300,9 +304,8 @@ pub fn end_server_span(span: ServerSpan, method: &Method, answered: Answered<'_>
     let failed = answered.status >= 500;
     let status_text = if failed { answered.status.to_string() } else { String::new() };
     let query = redacted_query(answered.query);
-    let mut attributes = [Attribute::new("url.path", Value::Str(answered.path)); 6];
-    attributes[1] = Attribute::new("http.response.status_code", Value::Int(i64::from(answered.status)));
-    let mut count = 2;
+    let mut attributes = [Attribute::new("url.path", Value::Str(answered.path)); 5];
+    let mut count = 1;
     let mut add = |attribute| {
         attributes[count] = attribute;
         count += 1;
@@ -320,22 +323,29 @@ pub fn end_server_span(span: ServerSpan, method: &Method, answered: Answered<'_>
         add(Attribute::new("error.type", Value::Str(&status_text)));
     }
     let error = failed.then(|| format!("answered {}", answered.status));
-    let queue = |fixed: &[u8]| {
-        tracer.queue(&SpanRecord {
-            context: span.context,
-            parent: span.parent.map(|id| (id, true)),
-            trace_state: span.trace_state.as_deref(),
-            fixed,
-            start: span.start,
-            end,
-            attributes: &attributes[..count],
-            links: &[],
-            error: error.as_deref(),
-        });
+    let queue = |skeleton: Option<&otlp::Skeleton>, fixed: &[u8]| {
+        tracer.queue(
+            skeleton,
+            &SpanRecord {
+                context: span.context,
+                parent: span.parent.map(|id| (id, true)),
+                trace_state: span.trace_state.as_deref(),
+                fixed,
+                start: span.start,
+                end,
+                attributes: &attributes[..count],
+                links: &[],
+                error: error.as_deref(),
+            },
+        );
     };
     let method_attribute = Attribute::new("http.request.method", Value::Str(method));
     let version_attribute = Attribute::new("network.protocol.version", Value::Str(version));
     let scheme_attribute = Attribute::new("url.scheme", Value::Str("http"));
+    // The status is in the fixed part: an operation answers with a few statuses, so its
+    // spans of one status share the encoding of all but their path and client.
+    let status_attribute =
+        Attribute::new("http.response.status_code", Value::Int(i64::from(answered.status)));
     // `{method} {route}`, where an unknown method is `HTTP`.
     let named = if known { method } else { "HTTP" };
     let operation_fixed = |name: &str, route: &str, operation_id: &str| {
@@ -348,6 +358,7 @@ pub fn end_server_span(span: ServerSpan, method: &Method, answered: Answered<'_>
                 Attribute::new("http.route", Value::Str(route)),
                 Attribute::new("operationId", Value::Str(operation_id)),
                 version_attribute,
+                status_attribute,
             ],
         )
     };
@@ -358,39 +369,50 @@ pub fn end_server_span(span: ServerSpan, method: &Method, answered: Answered<'_>
                 std::ptr::eq(template.span_name, *span_name)
                     && *template.method == *method
                     && template.version == version
+                    && template.status == answered.status
             });
             match found {
-                Some(template) => queue(&template.fixed),
+                Some(template) => queue(Some(&template.skeleton), template.skeleton.fixed()),
                 None => {
-                    let fixed = operation_fixed(span_name, route, operation_id);
-                    queue(&fixed);
+                    let skeleton = otlp::Skeleton::new(&operation_fixed(span_name, route, operation_id));
+                    queue(Some(&skeleton), skeleton.fixed());
                     if cached.len() < CACHED_SERVER_SPANS {
                         cached.push(ServerTemplate {
                             span_name,
                             method: method.into(),
                             version,
-                            fixed: fixed.into_boxed_slice(),
+                            status: answered.status,
+                            skeleton,
                         });
                     }
                 }
             }
         }),
         Route::Operation { route, operation_id, .. } => {
-            queue(&operation_fixed(&format!("{named} {route}"), route, operation_id))
+            queue(None, &operation_fixed(&format!("{named} {route}"), route, operation_id))
         }
-        Route::Other(route) => queue(&otlp::fixed(
-            &format!("{named} {route}"),
-            Kind::Server,
-            &[
-                method_attribute,
-                scheme_attribute,
-                Attribute::new("http.route", Value::Str(route)),
-                version_attribute,
-            ],
-        )),
-        Route::Unmatched => {
-            queue(&otlp::fixed(named, Kind::Server, &[method_attribute, scheme_attribute, version_attribute]))
-        }
+        Route::Other(route) => queue(
+            None,
+            &otlp::fixed(
+                &format!("{named} {route}"),
+                Kind::Server,
+                &[
+                    method_attribute,
+                    scheme_attribute,
+                    Attribute::new("http.route", Value::Str(route)),
+                    version_attribute,
+                    status_attribute,
+                ],
+            ),
+        ),
+        Route::Unmatched => queue(
+            None,
+            &otlp::fixed(
+                named,
+                Kind::Server,
+                &[method_attribute, scheme_attribute, version_attribute, status_attribute],
+            ),
+        ),
     }
 }
 
@@ -432,19 +454,23 @@ fn redacted_query(query: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(pairs.join("&"))
 }
 
-/// How many (operation, method, HTTP version) server-span templates a thread keeps: the
-/// contract's operations, with room to spare.
-const CACHED_SERVER_SPANS: usize = 64;
+/// How many (operation, method, HTTP version, status) server-span templates a thread
+/// keeps: the contract's operations and the statuses they answer with, with room to spare
+/// (past it, a span is encoded in full).
+const CACHED_SERVER_SPANS: usize = 128;
 
-/// The fixed part ([`otlp::fixed`]) of the server spans of one operation, method and HTTP
-/// version: the span's name, kind, `http.request.method`, `url.scheme`, `http.route`,
-/// `operationId` and `network.protocol.version`, encoded once.
+/// The server spans of one operation, method, HTTP version and status: their fixed part
+/// ([`otlp::fixed`]: the span's name, kind, `http.request.method`, `url.scheme`,
+/// `http.route`, `operationId`, `network.protocol.version` and
+/// `http.response.status_code`) encoded once, in the skeleton that each such span is
+/// written from.
 struct ServerTemplate {
     /// The operation's span name (one `&'static str` per operation, compared by address).
     span_name: &'static str,
     method: Box<str>,
     version: &'static str,
-    fixed: Box<[u8]>,
+    status: u16,
+    skeleton: otlp::Skeleton,
 }
 
 thread_local! {

@@ -1,6 +1,7 @@
 //! OTLP's `ExportTraceServiceRequest`, encoded as protobuf: each span when it ends
-//! ([`span`], on the request's thread; a child span as its kind's [`Skeleton`] with its ids
-//! and times filled in), the message around a batch of them on export ([`Envelope`]).
+//! ([`span`], on the request's thread; a child span, and an operation's server span, from
+//! its kind's [`Skeleton`], with its ids, times and flags filled in), the message around a
+//! batch of them on export ([`Envelope`]).
 //!
 //! Hand-written because it runs at the span rate: the message has a handful of fields
 //! (opentelemetry-proto's `trace.proto`, `common.proto`, `resource.proto`), and encoding
@@ -181,9 +182,10 @@ pub fn fixed(name: &str, kind: Kind, attributes: &[Attribute<'_>]) -> Vec<u8> {
     buf
 }
 
-/// The length of `span`'s `Span` message: what [`span`] writes after the tag and length.
-fn span_len(span: &SpanRecord<'_>) -> usize {
-    let mut length = len_field(1, 16) + len_field(2, 8) + span.fixed.len() + 2 * 9 + tag_len(16) + 4;
+/// The length of the fields of `span`'s `Span` message that [`Skeleton`] leaves to each
+/// span: what [`rest`] writes.
+fn rest_len(span: &SpanRecord<'_>) -> usize {
+    let mut length = 0;
     if let Some(state) = span.trace_state {
         length += len_field(3, state.len());
     }
@@ -200,35 +202,40 @@ fn span_len(span: &SpanRecord<'_>) -> usize {
     length
 }
 
-/// The field of `ScopeSpans` that holds a span.
-const SPANS_FIELD: u32 = 2;
+/// The length of the fields [`head`] writes: the same for every span of one fixed part.
+const fn head_len(fixed: &[u8]) -> usize {
+    len_field(1, 16) + len_field(2, 8) + fixed.len() + 2 * 9 + tag_len(16) + 4
+}
 
-/// Appends `span` to `buf` as one `spans` field of `ScopeSpans` (field numbers of
-/// `trace.proto`): a run of these follows what [`Envelope::head`] writes. Its length is worked out
-/// first ([`span_len`]), so it is written in one pass, after room is made once.
-pub fn span(buf: &mut Vec<u8>, span: &SpanRecord<'_>) {
-    let length = span_len(span);
-    let start = buf.len();
-    buf.resize(start + len_field(SPANS_FIELD, length), 0);
-    let mut out = Room { room: &mut buf[start..], at: 0 };
-    out.len(SPANS_FIELD, length);
+/// The span's flags: sampled or not, and whether its parent is remote (known either way).
+fn flags(span: &SpanRecord<'_>) -> u32 {
+    let remote = matches!(span.parent, Some((_, true)));
+    u32::from(span.context.sampled) | HAS_IS_REMOTE | if remote { IS_REMOTE } else { 0 }
+}
+
+/// The fields every span has, of fixed size for one fixed part, written first: trace id,
+/// span id, the fixed part (name, kind, constant attributes), start, end and flags.
+fn head(out: &mut Room<'_>, span: &SpanRecord<'_>) {
     out.id(1, &span.context.trace_id);
     out.id(2, &span.context.span_id);
-    if let Some(state) = span.trace_state {
-        out.bytes(3, state.as_bytes());
-    }
-    let mut flags = u32::from(span.context.sampled) | HAS_IS_REMOTE;
-    if let Some((parent, remote)) = &span.parent {
-        out.id(4, parent);
-        if *remote {
-            flags |= IS_REMOTE;
-        }
-    }
     out.slice(span.fixed);
     out.tag(7, FIXED64);
     out.fixed(&span.start.to_le_bytes());
     out.tag(8, FIXED64);
     out.fixed(&span.end.to_le_bytes());
+    out.tag(16, FIXED32);
+    out.fixed(&flags(span).to_le_bytes());
+}
+
+/// The fields that differ from span to span, written after [`head`]'s (the order of a
+/// message's fields is free): `tracestate`, parent, attributes, links and error status.
+fn rest(out: &mut Room<'_>, span: &SpanRecord<'_>) {
+    if let Some(state) = span.trace_state {
+        out.bytes(3, state.as_bytes());
+    }
+    if let Some((parent, _)) = &span.parent {
+        out.id(4, parent);
+    }
     for a in span.attributes {
         out.attribute(9, a);
     }
@@ -245,33 +252,58 @@ pub fn span(buf: &mut Vec<u8>, span: &SpanRecord<'_>) {
         out.tag(3, VARINT);
         out.varint(STATUS_ERROR);
     }
-    out.tag(16, FIXED32);
-    out.fixed(&flags.to_le_bytes());
-    debug_assert_eq!(out.at, out.room.len(), "span_len disagrees with what span wrote");
 }
 
-/// A child span of one kind of work — a parent in this process, no attributes, links,
-/// status or `tracestate` of its own beyond its kind's [`fixed`] part — encoded whole
-/// once with its ids and times left zero. Its ids and times are fixed-size fields at fixed
-/// places, so a span of that kind is this copied and those five filled in ([`Skeleton::write`]):
-/// what [`span`] would write, without working out a length or writing a field.
+/// The field of `ScopeSpans` that holds a span.
+const SPANS_FIELD: u32 = 2;
+
+/// Appends `span` to `buf` as one `spans` field of `ScopeSpans` (field numbers of
+/// `trace.proto`): a run of these follows what [`Envelope::head`] writes. Its length is
+/// worked out first, so it is written in one pass, after room is made once.
+pub fn span(buf: &mut Vec<u8>, span: &SpanRecord<'_>) {
+    let length = head_len(span.fixed) + rest_len(span);
+    let start = buf.len();
+    buf.resize(start + len_field(SPANS_FIELD, length), 0);
+    let mut out = Room { room: &mut buf[start..], at: 0 };
+    out.len(SPANS_FIELD, length);
+    head(&mut out, span);
+    rest(&mut out, span);
+    debug_assert_eq!(out.at, out.room.len(), "the span's length disagrees with what was written");
+}
+
+/// The [`head`] of the spans of one fixed part, encoded once with their ids, times and
+/// flags left zero. They are fixed-size fields at fixed places, so a span's head is this
+/// copied and those filled in: what [`span`] would write, without writing a field. A child
+/// span (a parent in this process and nothing else of its own) is then its head and its
+/// parent's id ([`Skeleton::write_child`]); any other span its head and [`rest`]
+/// ([`Skeleton::write`]: the server spans of an operation).
 #[derive(Debug)]
 pub struct Skeleton {
-    bytes: Box<[u8]>,
-    /// Where the trace id, the span id, the parent's span id and the two times start.
-    trace: usize,
-    span: usize,
-    parent: usize,
-    start: usize,
-    end: usize,
+    head: Box<[u8]>,
+    /// The fixed part, as [`head`] took it.
+    fixed_len: usize,
+    /// A whole child span of this shape, tag and length first, its parent's id last.
+    child: Box<[u8]>,
+}
+
+/// Where [`head`] puts the trace id, the span id, the start and the end and the flags,
+/// for a fixed part of `fixed_len` bytes (each id after a tag and a length byte, each
+/// time after a one-byte tag, the flags after a two-byte one).
+const fn head_offsets(fixed_len: usize) -> [usize; 5] {
+    let trace = 2;
+    let span = trace + 16 + 2;
+    let start = span + 8 + fixed_len + 1;
+    let end = start + 8 + 1;
+    let flags = end + 8 + 2;
+    [trace, span, start, end, flags]
 }
 
 impl Skeleton {
-    /// The skeleton of child spans whose name, kind and constant attributes are `fixed`.
+    /// The skeleton of the spans whose name, kind and constant attributes are `fixed`.
     pub fn new(fixed: &[u8]) -> Skeleton {
         let shape = SpanRecord {
-            context: super::context::SpanContext { trace_id: [0; 16], span_id: [0; 8], sampled: true },
-            parent: Some(([0; 8], false)),
+            context: super::context::SpanContext { trace_id: [0; 16], span_id: [0; 8], sampled: false },
+            parent: None,
             trace_state: None,
             fixed,
             start: 0,
@@ -280,22 +312,61 @@ impl Skeleton {
             links: &[],
             error: None,
         };
-        let mut bytes = Vec::new();
-        span(&mut bytes, &shape);
-        // The order `span` writes in: its tag and length, trace id, span id, parent's id
-        // (each a tag, a length byte and the id), the fixed part, start and end (each a
-        // tag byte and eight bytes).
-        let trace = tag_len(SPANS_FIELD) + varint_len(span_len(&shape) as u64) + 2;
-        let span = trace + 16 + 2;
-        let parent = span + 8 + 2;
-        let start = parent + 8 + fixed.len() + 1;
-        let end = start + 8 + 1;
-        Skeleton { bytes: bytes.into_boxed_slice(), trace, span, parent, start, end }
+        let mut head_bytes = vec![0; head_len(fixed)];
+        head(&mut Room { room: &mut head_bytes, at: 0 }, &shape);
+        let mut child = Vec::new();
+        span(
+            &mut child,
+            &SpanRecord {
+                context: super::context::SpanContext { sampled: true, ..shape.context },
+                parent: Some(([0; 8], false)),
+                ..shape
+            },
+        );
+        Skeleton {
+            head: head_bytes.into_boxed_slice(),
+            fixed_len: fixed.len(),
+            child: child.into_boxed_slice(),
+        }
     }
 
-    /// Appends a span of this shape to `buf`: in trace `trace_id`, with id `span_id`,
-    /// child of `parent`, from `start` to `end` (nanoseconds since the Unix epoch).
-    pub fn write(
+    /// The fixed part it was made from.
+    pub fn fixed(&self) -> &[u8] {
+        let [_, id, ..] = head_offsets(self.fixed_len);
+        &self.head[id + 8..id + 8 + self.fixed_len]
+    }
+
+    /// Appends the span's tag and length, and its head for `span`'s ids, times and flags.
+    fn write_head(&self, buf: &mut Vec<u8>, length: usize, span: &SpanRecord<'_>) {
+        tag(buf, SPANS_FIELD, LEN);
+        varint(buf, length as u64);
+        let at = buf.len();
+        buf.extend_from_slice(&self.head);
+        let out = &mut buf[at..];
+        let [trace, id, start, end, flag] = head_offsets(self.fixed_len);
+        out[trace..trace + 16].copy_from_slice(&span.context.trace_id);
+        out[id..id + 8].copy_from_slice(&span.context.span_id);
+        out[start..start + 8].copy_from_slice(&span.start.to_le_bytes());
+        out[end..end + 8].copy_from_slice(&span.end.to_le_bytes());
+        out[flag..flag + 4].copy_from_slice(&flags(span).to_le_bytes());
+    }
+
+    /// Appends `span` (whose fixed part is taken to be this skeleton's) to `buf`, as
+    /// [`span`] writes it.
+    pub fn write(&self, buf: &mut Vec<u8>, span: &SpanRecord<'_>) {
+        let rest_length = rest_len(span);
+        self.write_head(buf, self.head.len() + rest_length, span);
+        let at = buf.len();
+        buf.resize(at + rest_length, 0);
+        let mut out = Room { room: &mut buf[at..], at: 0 };
+        rest(&mut out, span);
+        debug_assert_eq!(out.at, rest_length, "rest_len disagrees with what rest wrote");
+    }
+
+    /// Appends a sampled span of this shape to `buf`: in trace `trace_id`, with id
+    /// `span_id`, child of `parent` (in this process), from `start` to `end` (nanoseconds
+    /// since the Unix epoch).
+    pub fn write_child(
         &self,
         buf: &mut Vec<u8>,
         trace_id: &[u8; 16],
@@ -305,13 +376,16 @@ impl Skeleton {
         end: u64,
     ) {
         let at = buf.len();
-        buf.extend_from_slice(&self.bytes);
+        buf.extend_from_slice(&self.child);
         let out = &mut buf[at..];
-        out[self.trace..self.trace + 16].copy_from_slice(trace_id);
-        out[self.span..self.span + 8].copy_from_slice(span_id);
-        out[self.parent..self.parent + 8].copy_from_slice(parent);
-        out[self.start..self.start + 8].copy_from_slice(&start.to_le_bytes());
-        out[self.end..self.end + 8].copy_from_slice(&end.to_le_bytes());
+        let (out, parent_at) = out.split_at_mut(out.len() - 8);
+        parent_at.copy_from_slice(parent);
+        let body = out.len() - self.head.len() - 2;
+        let [trace, id, from, to, _] = head_offsets(self.fixed_len).map(|offset| body + offset);
+        out[trace..trace + 16].copy_from_slice(trace_id);
+        out[id..id + 8].copy_from_slice(span_id);
+        out[from..from + 8].copy_from_slice(&start.to_le_bytes());
+        out[to..to + 8].copy_from_slice(&end.to_le_bytes());
     }
 }
 
@@ -398,7 +472,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_span_written_from_its_skeleton_is_the_span_encoded_in_full() {
+    fn a_child_span_written_from_its_skeleton_is_the_span_encoded_in_full() {
         let fixed = fixed(
             "database",
             Kind::Internal,
@@ -431,7 +505,7 @@ mod tests {
                 };
                 let (mut full, mut written) = (b"before".to_vec(), b"before".to_vec());
                 span(&mut full, &record);
-                skeleton.write(&mut written, b"0123456789abcdef", b"span-id!", b"parent!!", start, end);
+                skeleton.write_child(&mut written, b"0123456789abcdef", b"span-id!", b"parent!!", start, end);
                 assert_eq!(written, full, "fixed part of {} bytes, times {start}..{end}", fixed.len());
             }
         }
@@ -486,16 +560,6 @@ mod tests {
         nested(buf, SPANS_FIELD, |buf| {
             bytes(buf, 1, &span.context.trace_id);
             bytes(buf, 2, &span.context.span_id);
-            if let Some(state) = span.trace_state {
-                bytes(buf, 3, state.as_bytes());
-            }
-            let mut flags = u32::from(span.context.sampled) | HAS_IS_REMOTE;
-            if let Some((parent, remote)) = &span.parent {
-                bytes(buf, 4, parent);
-                if *remote {
-                    flags |= IS_REMOTE;
-                }
-            }
             bytes(buf, 5, name.as_bytes());
             tag(buf, 6, VARINT);
             varint(buf, kind as u64);
@@ -506,6 +570,18 @@ mod tests {
             buf.extend_from_slice(&span.start.to_le_bytes());
             tag(buf, 8, FIXED64);
             buf.extend_from_slice(&span.end.to_le_bytes());
+            let mut flags = u32::from(span.context.sampled) | HAS_IS_REMOTE;
+            if let Some((_, true)) = &span.parent {
+                flags |= IS_REMOTE;
+            }
+            tag(buf, 16, FIXED32);
+            buf.extend_from_slice(&flags.to_le_bytes());
+            if let Some(state) = span.trace_state {
+                bytes(buf, 3, state.as_bytes());
+            }
+            if let Some((parent, _)) = &span.parent {
+                bytes(buf, 4, parent);
+            }
             for a in span.attributes {
                 attribute_by_nesting(buf, a);
             }
@@ -524,8 +600,6 @@ mod tests {
                     varint(buf, STATUS_ERROR);
                 });
             }
-            tag(buf, 16, FIXED32);
-            buf.extend_from_slice(&flags.to_le_bytes());
         });
     }
 
@@ -561,10 +635,14 @@ mod tests {
             (local_parent, "database", Kind::Internal, &[][..]),
         ];
         for (record, name, kind, constant) in cases {
-            let (mut sized, mut nesting) = (Vec::new(), Vec::new());
+            let (mut sized, mut nesting, mut skeleton) = (Vec::new(), Vec::new(), b"before".to_vec());
             span(&mut sized, &record);
             by_nesting(&mut nesting, &record, name, kind, constant);
             assert_eq!(sized, nesting, "{name}");
+            let made = Skeleton::new(record.fixed);
+            assert_eq!(made.fixed(), record.fixed, "{name}");
+            made.write(&mut skeleton, &record);
+            assert_eq!(skeleton[6..], sized, "{name}, from its skeleton");
         }
     }
 
