@@ -271,20 +271,24 @@ pub fn span(buf: &mut Vec<u8>, span: &SpanRecord<'_>) {
     debug_assert_eq!(out.at, out.room.len(), "the span's length disagrees with what was written");
 }
 
-/// The [`head`] of the spans of one fixed part, encoded once with their ids, times and
-/// flags left zero. They are fixed-size fields at fixed places, so a span's head is this
-/// copied and those filled in: what [`span`] would write, without writing a field. A child
-/// span (a parent in this process and nothing else of its own) is then its head and its
-/// parent's id ([`Skeleton::write_child`]); any other span its head and [`rest`]
-/// ([`Skeleton::write`]: the server spans of an operation).
+/// A child span of one fixed part (a parent in this process and nothing else of its own),
+/// encoded whole once with its ids and times left zero: its tag and length, its [`head`],
+/// its parent's id. The head's ids, times and flags are fixed-size fields at fixed places,
+/// so a span of this fixed part is written without writing a field: a child span is the
+/// whole copied and five fields filled in ([`Skeleton::write_child`]); any other span the
+/// head copied and filled in, then its [`rest`] ([`Skeleton::write`]: the server spans of
+/// an operation).
 #[derive(Debug)]
 pub struct Skeleton {
-    head: Box<[u8]>,
+    child: Box<[u8]>,
+    /// Where the head starts in `child` (after the tag and length).
+    body: usize,
     /// The fixed part, as [`head`] took it.
     fixed_len: usize,
-    /// A whole child span of this shape, tag and length first, its parent's id last.
-    child: Box<[u8]>,
 }
+
+/// The length of the parent's id as a field: what follows the head in a child span.
+const PARENT_FIELD: usize = len_field(4, 8);
 
 /// Where [`head`] puts the trace id, the span id, the start and the end and the flags,
 /// for a fixed part of `fixed_len` bytes (each id after a tag and a length byte, each
@@ -302,8 +306,8 @@ impl Skeleton {
     /// The skeleton of the spans whose name, kind and constant attributes are `fixed`.
     pub fn new(fixed: &[u8]) -> Skeleton {
         let shape = SpanRecord {
-            context: super::context::SpanContext { trace_id: [0; 16], span_id: [0; 8], sampled: false },
-            parent: None,
+            context: super::context::SpanContext { trace_id: [0; 16], span_id: [0; 8], sampled: true },
+            parent: Some(([0; 8], false)),
             trace_state: None,
             fixed,
             start: 0,
@@ -312,28 +316,21 @@ impl Skeleton {
             links: &[],
             error: None,
         };
-        let mut head_bytes = vec![0; head_len(fixed)];
-        head(&mut Room { room: &mut head_bytes, at: 0 }, &shape);
         let mut child = Vec::new();
-        span(
-            &mut child,
-            &SpanRecord {
-                context: super::context::SpanContext { sampled: true, ..shape.context },
-                parent: Some(([0; 8], false)),
-                ..shape
-            },
-        );
-        Skeleton {
-            head: head_bytes.into_boxed_slice(),
-            fixed_len: fixed.len(),
-            child: child.into_boxed_slice(),
-        }
+        span(&mut child, &shape);
+        let body = child.len() - PARENT_FIELD - head_len(fixed);
+        Skeleton { child: child.into_boxed_slice(), body, fixed_len: fixed.len() }
     }
 
     /// The fixed part it was made from.
     pub fn fixed(&self) -> &[u8] {
         let [_, id, ..] = head_offsets(self.fixed_len);
-        &self.head[id + 8..id + 8 + self.fixed_len]
+        &self.head()[id + 8..id + 8 + self.fixed_len]
+    }
+
+    /// The head, as in the child span (its flags are overwritten for any other).
+    fn head(&self) -> &[u8] {
+        &self.child[self.body..self.child.len() - PARENT_FIELD]
     }
 
     /// Appends the span's tag and length, and its head for `span`'s ids, times and flags.
@@ -341,7 +338,7 @@ impl Skeleton {
         tag(buf, SPANS_FIELD, LEN);
         varint(buf, length as u64);
         let at = buf.len();
-        buf.extend_from_slice(&self.head);
+        buf.extend_from_slice(self.head());
         let out = &mut buf[at..];
         let [trace, id, start, end, flag] = head_offsets(self.fixed_len);
         out[trace..trace + 16].copy_from_slice(&span.context.trace_id);
@@ -355,7 +352,7 @@ impl Skeleton {
     /// [`span`] writes it.
     pub fn write(&self, buf: &mut Vec<u8>, span: &SpanRecord<'_>) {
         let rest_length = rest_len(span);
-        self.write_head(buf, self.head.len() + rest_length, span);
+        self.write_head(buf, self.head().len() + rest_length, span);
         let at = buf.len();
         buf.resize(at + rest_length, 0);
         let mut out = Room { room: &mut buf[at..], at: 0 };
@@ -380,8 +377,7 @@ impl Skeleton {
         let out = &mut buf[at..];
         let (out, parent_at) = out.split_at_mut(out.len() - 8);
         parent_at.copy_from_slice(parent);
-        let body = out.len() - self.head.len() - 2;
-        let [trace, id, from, to, _] = head_offsets(self.fixed_len).map(|offset| body + offset);
+        let [trace, id, from, to, _] = head_offsets(self.fixed_len).map(|offset| self.body + offset);
         out[trace..trace + 16].copy_from_slice(trace_id);
         out[id..id + 8].copy_from_slice(span_id);
         out[from..from + 8].copy_from_slice(&start.to_le_bytes());
