@@ -29,8 +29,8 @@
 //! `String` per attribute) before encoding them. What a request needs is small — ids, two
 //! clock readings and a few attributes per span — so a span here is plain data
 //! borrowed from the request ([`span::SpanRecord`]), encoded as it ends into its thread's
-//! buffer ([`otlp`]; no allocation per span), and a request's encoded spans go onto a
-//! bounded queue ([`export`]) together under one lock, for the exporter to wrap and post.
+//! buffer ([`otlp`]; no allocation per span), and a thread's encoded spans go onto a
+//! bounded queue ([`export`]) a few dozen at a time, for the exporter to wrap and post.
 //! The wire format is the standard one, checked by `scripts/check-tracing` with the
 //! published opentelemetry-proto package.
 //!
@@ -63,40 +63,55 @@ struct Tracer {
 /// The tracer, once tracing is on.
 static TRACER: OnceLock<Tracer> = OnceLock::new();
 
-/// How many child spans a thread keeps before it queues them without waiting for their
-/// request's server span. (The children of a request dropped before it was answered — its
-/// client went away — wait for the next request this thread answers, or for this bound.)
+/// How many spans a thread holds before it queues them (~16 requests' worth: one lock of
+/// the export queue per 16 requests, not one per request). The exporter's thread takes
+/// what a thread holds at each of its rounds, so a span waits no longer for this.
 const HELD: usize = 64;
 
 thread_local! {
-    /// This thread's ended child spans, encoded, queued with their request's server span:
-    /// one lock of the export queue per request, not one per span.
-    static ENDED: std::cell::RefCell<export::Encoded> = std::cell::RefCell::new(export::Encoded::default());
+    /// This thread's ended spans, encoded, until it holds [`HELD`] of them.
+    static HOLDER: std::cell::OnceCell<std::sync::Arc<export::Held>> = const { std::cell::OnceCell::new() };
+    /// This thread's ended child spans, encoded, until their request's server span ends:
+    /// the holder's lock is then taken once per request, not once per span. (The children
+    /// of a request dropped before it was answered — its client went away — wait for the
+    /// next request this thread answers, or for [`HELD`] of them.)
+    static CHILDREN: std::cell::RefCell<export::Encoded> = std::cell::RefCell::new(export::Encoded::default());
 }
 
 impl Tracer {
-    /// Writes an ended child span of `template`'s kind and holds it until its server span
-    /// ends (or the thread holds many).
-    fn hold(&self, template: &Template, context: &SpanContext, parent: &[u8; 8], start: u64, end: u64) {
-        ENDED.with(|ended| {
-            let mut ended = ended.borrow_mut();
-            ended.add_child(template.skeleton(), &context.trace_id, &context.span_id, parent, start, end);
-            if ended.count() >= HELD {
-                self.exporter.push(&mut ended);
+    /// Adds this thread's ended child spans, and with `write` the span that ends now if
+    /// any, to what it holds, and queues all it holds once that is [`HELD`] spans.
+    fn hold(&self, children: &mut export::Encoded, write: impl FnOnce(&mut export::Encoded)) {
+        HOLDER.with(|holder| {
+            let mut held = holder.get_or_init(|| self.exporter.holder()).lock();
+            held.append(children);
+            write(&mut held);
+            if held.count() >= HELD {
+                self.exporter.push(&mut held);
+            }
+        });
+        children.clear();
+    }
+
+    /// Writes an ended child span of `template`'s kind, to be held with its server span.
+    fn hold_child(&self, template: &Template, context: &SpanContext, parent: &[u8; 8], start: u64, end: u64) {
+        CHILDREN.with(|children| {
+            let mut children = children.borrow_mut();
+            children.add_child(template.skeleton(), &context.trace_id, &context.span_id, parent, start, end);
+            if children.count() >= HELD {
+                self.hold(&mut children, |_| {});
             }
         });
     }
 
-    /// Encodes an ended server span (from `skeleton`, when it is made from the span's
-    /// fixed part) and queues it with the child spans this thread holds.
+    /// Holds an ended server span, encoded from `skeleton` when it is made from the span's
+    /// fixed part, with the child spans this thread has written.
     fn queue(&self, skeleton: Option<&otlp::Skeleton>, span: &SpanRecord<'_>) {
-        ENDED.with(|ended| {
-            let mut ended = ended.borrow_mut();
-            match skeleton {
-                Some(skeleton) => ended.add_from(skeleton, span),
-                None => ended.add(span),
-            }
-            self.exporter.push(&mut ended);
+        CHILDREN.with(|children| {
+            self.hold(&mut children.borrow_mut(), |held| match skeleton {
+                Some(skeleton) => held.add_from(skeleton, span),
+                None => held.add(span),
+            });
         });
     }
 }
@@ -551,7 +566,7 @@ impl<F: Future> Future for InSpan<F> {
     fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<F::Output> {
         let this = self.project();
         let output = std::task::ready!(context::poll_within(*this.context, this.work, cx));
-        this.tracer.hold(this.template, this.context, this.parent, *this.start, span::now());
+        this.tracer.hold_child(this.template, this.context, this.parent, *this.start, span::now());
         std::task::Poll::Ready(output)
     }
 }
