@@ -37,6 +37,7 @@
 //! Spans are exported on a thread of their own from a bounded queue: a slow or unreachable
 //! collector drops spans, it never holds a request.
 
+mod clock;
 mod collector;
 mod context;
 mod export;
@@ -265,7 +266,7 @@ pub fn server_span(parent: Option<&Remote>) -> Option<ServerSpan> {
         context: SpanContext { trace_id, span_id: new_span_id(), sampled },
         parent: parent.map(|p| p.context.span_id),
         trace_state: parent.filter(|_| sampled).and_then(|p| p.trace_state.clone()),
-        start: if sampled { span::now() } else { 0 },
+        start: if sampled { clock::now() } else { 0 },
     })
 }
 
@@ -310,7 +311,8 @@ pub fn end_server_span(span: ServerSpan, method: &Method, answered: Answered<'_>
     if !span.context.sampled {
         return;
     }
-    let end = span::now();
+    // Never before the start: see `clock` on readings going back.
+    let end = clock::now().max(span.start);
     let original = method.as_str();
     let known = KNOWN_METHODS.contains(method);
     let method = if known { original } else { "_OTHER" };
@@ -542,7 +544,7 @@ pub fn in_span<F: Future>(
     let Some(tracer) = TRACER.get() else { return Either::Right(work) };
     let Some(parent) = context::current().filter(|p| p.sampled) else { return Either::Right(work) };
     let context = SpanContext { trace_id: parent.trace_id, span_id: new_span_id(), sampled: true };
-    Either::Left(InSpan { tracer, template, context, parent: parent.span_id, start: span::now(), work })
+    Either::Left(InSpan { tracer, template, context, parent: parent.span_id, start: clock::now(), work })
 }
 
 pin_project_lite::pin_project! {
@@ -566,7 +568,8 @@ impl<F: Future> Future for InSpan<F> {
     fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<F::Output> {
         let this = self.project();
         let output = std::task::ready!(context::poll_within(*this.context, this.work, cx));
-        this.tracer.hold_child(this.template, this.context, this.parent, *this.start, span::now());
+        let end = clock::now().max(*this.start);
+        this.tracer.hold_child(this.template, this.context, this.parent, *this.start, end);
         std::task::Poll::Ready(output)
     }
 }

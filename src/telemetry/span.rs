@@ -110,29 +110,9 @@ pub fn address_text(address: std::net::IpAddr, text: &mut [u8; 45]) -> &str {
     std::str::from_utf8(&text[..at]).unwrap_or("")
 }
 
-/// Now, in nanoseconds since the Unix epoch: `unix_nanos(SystemTime::now())`, read with
-/// `clock_gettime` directly (two per span: the checked `Duration` arithmetic of the
-/// `SystemTime` path cost about as much as reading the clock).
-pub fn now() -> u64 {
-    let mut time = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime only writes the timespec it is given.
-    if unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut time) } != 0 {
-        return unix_nanos(SystemTime::now());
-    }
-    u64::try_from(time.tv_sec).unwrap_or(0).saturating_mul(1_000_000_000).saturating_add(time.tv_nsec as u64)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn now_reads_the_same_clock_as_system_time() {
-        let before = unix_nanos(SystemTime::now());
-        let now = now();
-        let after = unix_nanos(SystemTime::now());
-        assert!(before <= now && now <= after, "{before} {now} {after}");
-    }
 
     #[test]
     fn addresses_are_written_as_display_writes_them() {
