@@ -212,12 +212,14 @@ struct Queue {
 /// One request thread's spans, written there and queued a few dozen at a time
 /// ([`Exporter::push`]); what it still holds when the exporter's thread starts a round is
 /// taken then, so a span waits no longer than it would in the queue. Each thread holds
-/// fewer spans than its own bound (its caller's), on top of the queue's.
+/// fewer spans than its own bound (its caller's), on top of the queue's. A thread holds
+/// its lock while it queues them, so the exporter's thread takes it with no other lock
+/// held (and only to swap the buffer for an empty one).
 #[derive(Debug, Default)]
 pub struct Held(Mutex<Encoded>);
 
 impl Held {
-    /// The spans it holds, locked (by its thread; the exporter's thread only tries to).
+    /// The spans it holds, locked (by its thread, and by the exporter's at each round).
     pub fn lock(&self) -> std::sync::MutexGuard<'_, Encoded> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -290,7 +292,15 @@ impl Exporter {
     /// room for them.
     pub fn push(&self, spans: &mut Encoded) {
         let mut state = self.queue.state.lock().unwrap_or_else(PoisonError::into_inner);
-        self.queue.append(&mut state, spans);
+        if state.waiting() + spans.count() > self.queue.max_queue {
+            state.dropped += spans.count() as u64;
+        } else {
+            let before = state.carried + state.spans.count();
+            state.spans.append(spans);
+            if before < self.queue.max_batch && before + spans.count() >= self.queue.max_batch {
+                self.queue.wake.notify_one();
+            }
+        }
         drop(state);
         spans.clear();
     }
@@ -321,36 +331,23 @@ impl Exporter {
 }
 
 impl Queue {
-    /// Appends `spans` to the queue (without emptying them), or counts them dropped when
-    /// it has no room; wakes the exporter's thread when that fills a batch.
-    fn append(&self, state: &mut State, spans: &Encoded) {
-        if state.waiting() + spans.count() > self.max_queue {
-            state.dropped += spans.count() as u64;
-        } else {
-            let before = state.carried + state.spans.count();
-            state.spans.append(spans);
-            if before < self.max_batch && before + spans.count() >= self.max_batch {
-                self.wake.notify_one();
-            }
-        }
-    }
-
-    /// Takes what each request thread holds into the queue (under the queue's lock,
-    /// `state`), and forgets the buffers of threads that are gone. A buffer its thread has
-    /// locked is left for the next round: the thread may be waiting for the queue's lock,
-    /// which this holds.
-    fn gather(&self, state: &mut State) {
+    /// Takes what each request thread holds into `spans` (what the exporter's thread took
+    /// from the queue), and forgets the buffers of threads that are gone. A thread's lock
+    /// is held only to swap its buffer for an empty one of `spares` (the buffers taken in
+    /// earlier rounds), never for a copy: this thread is batch work, and a request thread
+    /// must not wait for it to be scheduled again. Nor is the queue's lock held, which
+    /// the SQLite writer's thread takes for each batch it records.
+    fn gather(&self, spans: &mut Encoded, spares: &mut Vec<Encoded>) {
         let mut holders = self.holders.lock().unwrap_or_else(PoisonError::into_inner);
         for held in holders.iter() {
-            let mut spans = match held.0.try_lock() {
-                Ok(spans) => spans,
-                Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
-                Err(std::sync::TryLockError::WouldBlock) => continue,
-            };
-            self.append(state, &spans);
-            spans.clear();
+            let mut taken = spares.pop().unwrap_or_default();
+            std::mem::swap(&mut *held.lock(), &mut taken);
+            spans.append(&taken);
+            taken.clear();
+            spares.push(taken);
         }
-        holders.retain(|held| Arc::strong_count(held) > 1 || held.lock().count() > 0);
+        holders.retain(|held| Arc::strong_count(held) > 1);
+        spares.truncate(holders.len());
     }
 }
 
@@ -406,6 +403,7 @@ const WARN_EVERY: Duration = Duration::from_secs(10);
 /// again, and at shutdown that would hold the process for a timeout per batch.
 fn run(queue: &Queue, settings: &Settings, origin: &Origin, mut collector: Collector) {
     let mut spare = preallocated(settings);
+    let mut held_spares = Vec::new();
     let envelope = otlp::Envelope::new(origin);
     let mut head = Vec::new();
     let mut carried = Carried::default();
@@ -425,11 +423,11 @@ fn run(queue: &Queue, settings: &Settings, origin: &Origin, mut collector: Colle
                 }
                 state = queue.wake.wait_timeout(state, left).unwrap_or_else(PoisonError::into_inner).0;
             }
-            queue.gather(&mut state);
             dropped += std::mem::take(&mut state.dropped);
             std::mem::swap(&mut state.deferred, &mut deferred);
             (std::mem::replace(&mut state.spans, spare), state.stopping)
         };
+        queue.gather(&mut spans, &mut held_spares);
         for span in deferred.drain(..) {
             span(&mut spans);
         }
