@@ -179,6 +179,9 @@ mod tests {
                 assert!(reading >= last, "{reading} after {last}");
                 last = reading;
             }
+            if counter_keeps_time() {
+                assert_ne!(COUNTER.with(|counter| counter.rate.get()), 0, "the counter's rate was measured");
+            }
         })
         .join()
         .expect("the thread passed");

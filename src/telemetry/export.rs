@@ -281,7 +281,7 @@ impl Exporter {
     }
 
     /// A buffer for the calling thread's spans, which the exporter's thread takes from at
-    /// each round (and forgets once its thread has dropped it and it is empty).
+    /// each round (and forgets at the first round after its thread has dropped it).
     pub fn holder(&self) -> Arc<Held> {
         let held = Arc::new(Held::default());
         self.queue.holders.lock().unwrap_or_else(PoisonError::into_inner).push(Arc::clone(&held));
