@@ -7,7 +7,9 @@
 //! `traceId`, `operationId` (for the contract's operations), `method`, `route` (the path
 //! template, never the path with its ids), `status`, `durationMs`, `clientAddress` (through
 //! trusted proxies, as the rate limit counts it) and `userId` where authentication named
-//! one. Never a token, a header value or a body.
+//! one. Never a token, a header value or a body; in the query, the values of the keys the
+//! HTTP semantic conventions name as signatures are `REDACTED`, as in the server span's
+//! `url.query` ([`crate::telemetry::redacted_query`]).
 
 use crate::state::AppState;
 use actix_web::body::{BodySize, BoxBody, MessageBody};
@@ -55,8 +57,10 @@ pub fn write(response: &ServiceResponse<BoxBody>, elapsed: Duration, trace_id: &
     let operation_id = extensions.get::<Routed>().map(|o| o.0.id);
     let user_id = extensions.get::<UserId>().map(|u| u.0);
     let millis = elapsed.as_secs_f64() * 1000.0;
-    let query =
-        if req.query_string().is_empty() { String::new() } else { format!("?{}", req.query_string()) };
+    let query = match crate::telemetry::redacted_query(req.query_string()) {
+        query if query.is_empty() => String::new(),
+        query => format!("?{query}"),
+    };
     log::info!(
         target: TARGET,
         traceId = trace_id,

@@ -19,7 +19,10 @@ fn json_logs_carry_the_request_fields_and_never_a_token_or_a_body() {
         .expect("an answer");
     assert_eq!(written.status, 200, "{}", written.body);
     let refused = agent()
-        .get(format!("{}/v1/workspaces/1/projects/7/sync-updates/commercial-receipts", server.base))
+        .get(format!(
+            "{}/v1/workspaces/1/projects/7/sync-updates/commercial-receipts?limit=5&sig=a-signature-in-the-url",
+            server.base
+        ))
         .header("x-request-id", "trace-for-the-log-test")
         .call()
         .expect("an answer");
@@ -59,4 +62,8 @@ fn json_logs_carry_the_request_fields_and_never_a_token_or_a_body() {
     // Never a token or a body.
     assert!(!log.contains(&seeded.token), "the token leaked into the log");
     assert!(!log.contains(note), "the body leaked into the log");
+    // A signature in the URL is redacted, as in the server span's `url.query`.
+    let message = refusal["message"].as_str().expect("the 401's message");
+    assert!(message.contains("?limit=5&sig=REDACTED "), "{message}");
+    assert!(!log.contains("a-signature-in-the-url"), "the URL's signature leaked into the log");
 }
