@@ -454,7 +454,7 @@ const SENSITIVE_QUERY_KEYS: [&str; 4] = ["AWSAccessKeyId", "Signature", "sig", "
 /// `query` as `url.query` records it, and as the access log writes it: the values of
 /// [`SENSITIVE_QUERY_KEYS`] replaced by `REDACTED`, the rest as sent (borrowed unless
 /// something is redacted).
-pub fn redacted_query(query: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn redacted_query(query: &str) -> std::borrow::Cow<'_, str> {
     let sensitive = |pair: &str| {
         let key = pair.split_once('=').map_or(pair, |(key, _)| key);
         SENSITIVE_QUERY_KEYS.contains(&key)
