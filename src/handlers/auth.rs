@@ -15,13 +15,18 @@ pub async fn refresh_token(
     let lifetimes = state.lifetimes;
     let outcome = state.write(move |conn| auth::refresh(conn, &body.refresh_token, lifetimes)).await?;
     match outcome {
-        Ok(pair) => Ok(RefreshTokenResponse::Ok(TokenPair {
-            access_token: pair.access_token,
-            refresh_token: pair.refresh_token,
-            token_type: TokenPairTokenType::Bearer,
-            expires_in: pair.expires_in,
-            refresh_expires_in: pair.refresh_expires_in,
-        })),
+        Ok(pair) => Ok(RefreshTokenResponse::Ok {
+            body: TokenPair {
+                access_token: pair.access_token,
+                refresh_token: pair.refresh_token,
+                token_type: TokenPairTokenType::Bearer,
+                expires_in: pair.expires_in,
+                refresh_expires_in: pair.refresh_expires_in,
+            },
+            // Tokens: no cache may keep the answer (RFC 6749 section 5.1).
+            cache_control: "no-store".to_owned(),
+            pragma: "no-cache".to_owned(),
+        }),
         Err(refusal) => {
             if refusal == auth::RefreshRefusal::Reused {
                 // The login is revoked: no access token of it may be served from the cache.

@@ -99,6 +99,25 @@ fn refresh_rotates_the_pair_and_the_new_access_token_works() {
 }
 
 #[test]
+fn an_answer_carrying_tokens_may_not_be_stored_by_any_cache() {
+    // Arrange: a fresh login's refresh token.
+    let app = spawn_app();
+    let first = app.tokens_for(MEMBER);
+
+    // Act: refresh it.
+    let response = app
+        .request("POST", "/v1/auth/refresh")
+        .anonymous()
+        .json(&json!({"refreshToken": first.refresh_token}))
+        .send();
+
+    // Assert: RFC 6749 section 5.1's fields, as the document declares them.
+    assert_eq!(response.status, 200);
+    assert_eq!(response.header("cache-control"), Some("no-store"));
+    assert_eq!(response.header("pragma"), Some("no-cache"));
+}
+
+#[test]
 fn a_spent_refresh_token_revokes_every_token_of_its_login() {
     let app = spawn_app();
     let first = app.tokens_for(MEMBER);

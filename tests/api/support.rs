@@ -312,6 +312,9 @@ fn check_contract(method: &str, path: &str, response: &TestResponse) {
     if let Err(e) = checker().check(method, path, response.status, content_type, &response.body) {
         panic!("the response breaks the contract: {e}\nbody: {}", response.text());
     }
+    if let Err(e) = checker().check_headers(method, path, response.status, |name| response.header(name)) {
+        panic!("the response's headers break the contract: {e}\nheaders: {:?}", response.headers);
+    }
 }
 
 /// With `WPDS_STATUS_LOG=FILE`, appends `operationId status` for every response of a

@@ -1,5 +1,6 @@
 //! Checks a response against the document: the status is one the operation declares, the
-//! media type is the declared one, and the body matches the declared schema.
+//! media type is the declared one, the body matches the declared schema, and every declared
+//! response header is present where it is required and matches its schema where present.
 //!
 //! The black-box tests run every response they receive through [`ResponseChecker::check`],
 //! so a handler cannot drift from the document silently. Responses of routes outside the
@@ -22,6 +23,17 @@ pub struct ResponseChecker {
 
 struct DeclaredResponse {
     media_type: String,
+    validator: Validator,
+    headers: Vec<DeclaredHeader>,
+}
+
+/// A response header the document declares.
+struct DeclaredHeader {
+    /// Its name, lower-case.
+    name: String,
+    required: bool,
+    /// Whether its schema is `integer` or `number` (the value is read as a JSON number).
+    numeric: bool,
     validator: Validator,
 }
 
@@ -46,9 +58,11 @@ impl ResponseChecker {
                 let (media_type, media) =
                     content.iter().next().ok_or_else(|| format!("{} {status}: empty content", op.id))?;
                 let validator = compile(&media["schema"], &components)?;
+                let headers = declared_headers(doc, response, &components)
+                    .map_err(|e| format!("{} {status}: {e}", op.id))?;
                 responses.insert(
                     (op.id.clone(), *status),
-                    DeclaredResponse { media_type: media_type.clone(), validator },
+                    DeclaredResponse { media_type: media_type.clone(), validator, headers },
                 );
             }
         }
@@ -102,6 +116,43 @@ impl ResponseChecker {
         }
     }
 
+    /// Checks the headers of one response of an operation (`header` looks a header up by
+    /// its lower-case name): each header the document declares as required is present, and
+    /// each declared header present matches its schema. Responses outside the operations
+    /// and undeclared statuses are [`ResponseChecker::check`]'s to refuse.
+    pub fn check_headers<'a>(
+        &self,
+        method: &str,
+        path: &str,
+        status: u16,
+        header: impl Fn(&str) -> Option<&'a str>,
+    ) -> Result<(), String> {
+        let Some(op) = self.operation(method, path) else { return Ok(()) };
+        let Some(declared) = self.responses.get(&(op.id.clone(), status)) else { return Ok(()) };
+        let mut errors = Vec::new();
+        for expected in &declared.headers {
+            let Some(value) = header(&expected.name) else {
+                if expected.required {
+                    errors.push(format!("the required header {} is missing", expected.name));
+                }
+                continue;
+            };
+            let parsed = if expected.numeric {
+                serde_json::from_str::<Value>(value).unwrap_or_else(|_| Value::String(value.to_owned()))
+            } else {
+                Value::String(value.to_owned())
+            };
+            for error in expected.validator.iter_errors(&parsed) {
+                errors.push(format!("header {}: {value:?}: {error}", expected.name));
+            }
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("{method} {path} → {status} ({}): {}", op.id, errors.join("; ")))
+        }
+    }
+
     fn check_problem(
         &self,
         method: &str,
@@ -122,6 +173,31 @@ impl ResponseChecker {
             Err(format!("{method} {path} → {status}: not a Problem: {}", errors.join("; ")))
         }
     }
+}
+
+/// The headers `response` (dereferenced) declares, each with its schema compiled.
+fn declared_headers(
+    doc: &Value,
+    response: &Value,
+    components: &Value,
+) -> Result<Vec<DeclaredHeader>, String> {
+    let Some(headers) = response.get("headers").and_then(Value::as_object) else { return Ok(Vec::new()) };
+    headers
+        .iter()
+        .map(|(name, header)| {
+            let header = wpds_document::deref(doc, header);
+            let schema = wpds_document::deref(doc, &header["schema"]);
+            let numeric = matches!(schema["type"].as_str(), Some("integer" | "number"));
+            let validator =
+                compile(&header["schema"], components).map_err(|e| format!("header {name}: {e}"))?;
+            Ok(DeclaredHeader {
+                name: name.to_ascii_lowercase(),
+                required: header["required"].as_bool().unwrap_or(false),
+                numeric,
+                validator,
+            })
+        })
+        .collect()
 }
 
 /// Whether `path` (without query) fills the `{parameter}` segments of `template`.

@@ -44,3 +44,29 @@ fn an_undeclared_status_or_media_type_is_caught() {
     assert!(check(404, "application/problem+json", &problem).unwrap_err().contains("does not declare 404"));
     assert!(check(200, "application/problem+json", &entry()).unwrap_err().contains("Content-Type"));
 }
+
+#[test]
+fn a_missing_required_header_or_a_header_breaking_its_schema_is_caught() {
+    let checker = ResponseChecker::load().expect("compiles");
+    let refresh = "/v1/auth/refresh";
+    let headers = |cache: Option<&'static str>| {
+        move |name: &str| match name {
+            "cache-control" => cache,
+            "pragma" => Some("no-cache"),
+            _ => None,
+        }
+    };
+    assert_eq!(checker.check_headers("POST", refresh, 200, headers(Some("no-store"))), Ok(()));
+    let missing = checker.check_headers("POST", refresh, 200, headers(None)).unwrap_err();
+    assert!(missing.contains("required header cache-control is missing"), "{missing}");
+    let cacheable = checker.check_headers("POST", refresh, 200, headers(Some("max-age=60"))).unwrap_err();
+    assert!(cacheable.contains("header cache-control"), "{cacheable}");
+}
+
+#[test]
+fn an_integer_header_is_read_as_a_number() {
+    let checker = ResponseChecker::load().expect("compiles");
+    let retry = |value: &'static str| move |name: &str| (name == "retry-after").then_some(value);
+    assert_eq!(checker.check_headers("PUT", CELLS, 503, retry("1")), Ok(()));
+    assert!(checker.check_headers("PUT", CELLS, 503, retry("soon")).is_err());
+}
