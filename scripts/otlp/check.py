@@ -183,17 +183,17 @@ def check_spans(binary, workdir):
             fail(f"the batch span links {batch['links']}, not the server span {root['spanId']}")
         if batch["attributes"].get("db.operation.batch.size", 0) < 1:
             fail(f"the batch span's size: {batch['attributes']}")
-        # A query is recorded with the conventions' signature keys redacted; a method the
+        # A query is recorded with its credential-like keys redacted; a method the
         # conventions do not know is `_OTHER` and names the span `HTTP`, whatever a client
         # sends (no span name or attribute value of its own making).
         query_trace, _, query_header = traceparent()
-        server.request("GET", RECEIPTS + "?limit=2&sig=s3cret", headers={"traceparent": query_header})
+        server.request("GET", RECEIPTS + "?limit=2&sig=s3cret&access_token=t0ken", headers={"traceparent": query_header})
         odd_trace, _, odd_header = traceparent()
         server.request("FROB", RECEIPTS, headers={"traceparent": odd_header})
         wait_until("the query's and the odd method's spans arrive", 20, lambda: any(s["kind"] == SERVER for s in of_trace(query_trace)) and any(s["kind"] == SERVER for s in of_trace(odd_trace)))
         queried = next(s for s in of_trace(query_trace) if s["kind"] == SERVER)
-        if queried["attributes"].get("url.query") != "limit=2&sig=REDACTED":
-            fail(f"url.query: {queried['attributes'].get('url.query')!r}, expected 'limit=2&sig=REDACTED'")
+        if queried["attributes"].get("url.query") != "limit=2&sig=REDACTED&access_token=REDACTED":
+            fail(f"url.query: {queried['attributes'].get('url.query')!r}, expected 'limit=2&sig=REDACTED&access_token=REDACTED'")
         odd = next(s for s in of_trace(odd_trace) if s["kind"] == SERVER)
         odd_expected = {"http.request.method": "_OTHER", "http.request.method_original": "FROB", "url.scheme": "http"}
         if not odd["name"].startswith("HTTP") or "FROB" in odd["name"] or any(odd["attributes"].get(k) != v for k, v in odd_expected.items()):

@@ -7,9 +7,9 @@
 //! `traceId`, `operationId` (for the contract's operations), `method`, `route` (the path
 //! template, never the path with its ids), `status`, `durationMs`, `clientAddress` (through
 //! trusted proxies, as the rate limit counts it) and `userId` where authentication named
-//! one. Never a token, a header value or a body; in the query, the values of the keys the
-//! HTTP semantic conventions name as signatures are `REDACTED`, as in the server span's
-//! `url.query` ([`crate::telemetry::redacted_query`]).
+//! one. Never a token, a header value or a body; in the query, the values of credential-like
+//! keys (`access_token`, `api_key`, `password`, signatures, …) are `REDACTED`, by the same
+//! function as the server span's `url.query` ([`crate::logging::redaction::redacted_query`]).
 
 use crate::state::AppState;
 use actix_web::body::{BodySize, BoxBody, MessageBody};
@@ -55,9 +55,10 @@ pub fn write(response: &ServiceResponse<BoxBody>, elapsed: Duration, trace_id: &
     let route = req.match_pattern().unwrap_or_else(|| "-".to_owned());
     let extensions = req.extensions();
     let operation_id = extensions.get::<Routed>().map(|o| o.0.id);
-    let user_id = extensions.get::<UserId>().map(|u| u.0);
+    // A string, as every id of the API (and so never rounded by a JSON reader).
+    let user_id = extensions.get::<UserId>().map(|u| u.0.to_string());
     let millis = elapsed.as_secs_f64() * 1000.0;
-    let query = match crate::telemetry::redacted_query(req.query_string()) {
+    let query = match crate::logging::redaction::redacted_query(req.query_string()) {
         query if query.is_empty() => String::new(),
         query => format!("?{query}"),
     };
@@ -70,7 +71,7 @@ pub fn write(response: &ServiceResponse<BoxBody>, elapsed: Duration, trace_id: &
         status = status,
         durationMs = (millis * 1000.0).round() / 1000.0,
         clientAddress = client.as_str(),
-        userId = user_id;
+        userId = user_id.as_deref();
         "{client} \"{} {}{query} {:?}\" {status} {bytes} {millis:.3}ms request_id={trace_id}",
         req.method(),
         req.path(),

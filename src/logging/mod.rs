@@ -1,12 +1,15 @@
 //! The process's log: env_logger filtered by `WPDS_LOG`, written to standard error as text
 //! (the default) or as one JSON object per line (`WPDS_LOG_FORMAT=json`), for log shippers.
 //!
-//! A JSON line holds `timestamp` (RFC 3339, UTC, milliseconds), `level`, `target` and
+//! A JSON line holds `timestamp` (RFC 3339, UTC, always three fraction digits), `level`, `target` and
 //! `message`, then every key-value the record carries. The access log
 //! ([`crate::http::access_log`]) carries `traceId`, `operationId`, `method`, `route` (the
 //! path template, never the path with its ids), `status`, `durationMs`, `clientAddress`
-//! and, where known, `userId`. No record carries a token or a body: the request pipeline
-//! never logs either.
+//! and, where known, `userId` (a string, as every id of the API). No record carries a token or a body: the request pipeline
+//! never logs either, and the query of a URL is written through [`redaction`], so a
+//! credential a client put in the URL is not logged either.
+
+pub mod redaction;
 
 use std::io::Write;
 
@@ -25,23 +28,33 @@ pub fn init(filter: &str, format: LogFormat) {
     let mut builder = env_logger::Builder::new();
     builder.parse_filters(filter).format_timestamp_millis();
     if format == LogFormat::Json {
-        builder.format(|out, record| {
-            let mut line = serde_json::Map::new();
-            let now = time::OffsetDateTime::now_utc();
-            let timestamp = now
-                .replace_nanosecond(now.millisecond() as u32 * 1_000_000)
-                .ok()
-                .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok())
-                .unwrap_or_default();
-            line.insert("timestamp".into(), timestamp.into());
-            line.insert("level".into(), record.level().as_str().into());
-            line.insert("target".into(), record.target().into());
-            line.insert("message".into(), record.args().to_string().into());
-            let _ = record.key_values().visit(&mut Fields(&mut line));
-            writeln!(out, "{}", serde_json::Value::Object(line))
-        });
+        builder.format(|out, record| writeln!(out, "{}", json_line(record)));
     }
     builder.init();
+}
+
+/// `record` as one JSON line (without the newline): `timestamp`, `level`, `target`,
+/// `message`, then its key-values. The logger writes every line so with
+/// [`LogFormat::Json`]; output that is not a log line (the demo's banner) uses it too, so
+/// that a process with JSON logs writes nothing but JSON.
+pub fn json_line(record: &log::Record<'_>) -> String {
+    let mut line = serde_json::Map::new();
+    line.insert("timestamp".into(), timestamp(time::OffsetDateTime::now_utc()).into());
+    line.insert("level".into(), record.level().as_str().into());
+    line.insert("target".into(), record.target().into());
+    line.insert("message".into(), record.args().to_string().into());
+    let _ = record.key_values().visit(&mut Fields(&mut line));
+    serde_json::Value::Object(line).to_string()
+}
+
+/// A line's `timestamp`: RFC 3339 in UTC with exactly three fraction digits and `Z`
+/// (`2026-11-27T15:04:05.830Z`), so every timestamp has the same width and text order is
+/// time order.
+fn timestamp(at: time::OffsetDateTime) -> String {
+    const FORMAT: &[time::format_description::BorrowedFormatItem<'_>] = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    );
+    at.to_offset(time::UtcOffset::UTC).format(FORMAT).unwrap_or_default()
 }
 
 /// Copies a record's key-values into a JSON line, each as its own JSON type; a key whose
@@ -96,5 +109,19 @@ impl<'v> log::kv::VisitValue<'v> for Json {
     fn visit_str(&mut self, value: &str) -> Result<(), log::kv::Error> {
         self.0 = Some(value.into());
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::timestamp;
+    use time::macros::datetime;
+
+    #[test]
+    fn a_timestamp_always_has_three_fraction_digits() {
+        assert_eq!(timestamp(datetime!(2026-11-27 15:04:55.83 UTC)), "2026-11-27T15:04:55.830Z");
+        assert_eq!(timestamp(datetime!(2026-11-27 15:04:55 UTC)), "2026-11-27T15:04:55.000Z");
+        assert_eq!(timestamp(datetime!(2026-11-27 15:04:55.999_999 UTC)), "2026-11-27T15:04:55.999Z");
+        assert_eq!(timestamp(datetime!(2026-11-27 16:04:55.5 +01:00)), "2026-11-27T15:04:55.500Z");
     }
 }

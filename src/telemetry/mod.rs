@@ -320,7 +320,7 @@ pub fn end_server_span(span: ServerSpan, method: &Method, answered: Answered<'_>
     let mut address = [0; 45];
     let failed = answered.status >= 500;
     let status_text = if failed { answered.status.to_string() } else { String::new() };
-    let query = redacted_query(answered.query);
+    let query = crate::logging::redaction::redacted_query(answered.query);
     let mut attributes = [Attribute::new("url.path", Value::Str(answered.path)); 5];
     let mut count = 1;
     let mut add = |attribute| {
@@ -446,31 +446,6 @@ const KNOWN_METHODS: [Method; 9] = [
     Method::TRACE,
     Method::PATCH,
 ];
-
-/// The query keys whose values the HTTP semantic conventions have instrumentations redact
-/// by default (signatures and keys that authorise a request by its URL).
-const SENSITIVE_QUERY_KEYS: [&str; 4] = ["AWSAccessKeyId", "Signature", "sig", "X-Goog-Signature"];
-
-/// `query` as `url.query` records it, and as the access log writes it: the values of
-/// [`SENSITIVE_QUERY_KEYS`] replaced by `REDACTED`, the rest as sent (borrowed unless
-/// something is redacted).
-pub(crate) fn redacted_query(query: &str) -> std::borrow::Cow<'_, str> {
-    let sensitive = |pair: &str| {
-        let key = pair.split_once('=').map_or(pair, |(key, _)| key);
-        SENSITIVE_QUERY_KEYS.contains(&key)
-    };
-    if !query.split('&').any(sensitive) {
-        return std::borrow::Cow::Borrowed(query);
-    }
-    let pairs: Vec<String> = query
-        .split('&')
-        .map(|pair| match pair.split_once('=') {
-            Some((key, _)) if sensitive(pair) => format!("{key}=REDACTED"),
-            _ => pair.to_owned(),
-        })
-        .collect();
-    std::borrow::Cow::Owned(pairs.join("&"))
-}
 
 /// How many (operation, method, HTTP version, status) server-span templates a thread
 /// keeps: the contract's operations and the statuses they answer with, with room to spare
@@ -641,24 +616,6 @@ pub fn record_batch(batch: wpds_storage::writer::BatchReport) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_query_keeps_its_text_but_not_the_values_the_conventions_call_signatures() {
-        assert_eq!(redacted_query(""), "");
-        assert!(matches!(
-            redacted_query("limit=25&cursor=abc"),
-            std::borrow::Cow::Borrowed("limit=25&cursor=abc")
-        ));
-        assert_eq!(
-            redacted_query("limit=25&sig=secret&Signature=x"),
-            "limit=25&sig=REDACTED&Signature=REDACTED"
-        );
-        assert_eq!(
-            redacted_query("AWSAccessKeyId=AKIA&X-Goog-Signature=y&signature=z"),
-            "AWSAccessKeyId=REDACTED&X-Goog-Signature=REDACTED&signature=z"
-        );
-        assert_eq!(redacted_query("sig&limit=1"), "sig&limit=1");
-    }
 
     #[test]
     fn the_resource_names_the_service_once_with_the_environments_attributes() {

@@ -20,7 +20,7 @@ fn json_logs_carry_the_request_fields_and_never_a_token_or_a_body() {
     assert_eq!(written.status, 200, "{}", written.body);
     let refused = agent()
         .get(format!(
-            "{}/v1/workspaces/1/projects/7/sync-updates/commercial-receipts?limit=5&sig=a-signature-in-the-url",
+            "{}/v1/workspaces/1/projects/7/sync-updates/commercial-receipts?limit=5&sig=a-signature-in-the-url&Access_Token=a-token-in-the-url&api%2Dkey=a-key-in-the-url",
             server.base
         ))
         .header("x-request-id", "trace-for-the-log-test")
@@ -42,13 +42,20 @@ fn json_logs_carry_the_request_fields_and_never_a_token_or_a_body() {
         for field in ["timestamp", "level", "target", "message"] {
             assert!(line.get(field).is_some(), "{field} missing: {line}");
         }
+        // RFC 3339 in UTC with exactly three fraction digits: one width, so text order is
+        // time order.
+        let timestamp = line["timestamp"].as_str().expect("a string timestamp");
+        assert!(
+            timestamp.len() == 24 && timestamp.as_bytes()[19] == b'.' && timestamp.ends_with('Z'),
+            "{timestamp}"
+        );
     }
     let access: Vec<&Value> = lines.iter().filter(|l| l["target"] == "wpds::access").collect();
     let write = access.iter().find(|l| l["operationId"] == "setOwnTimeLogCell").expect("the write's line");
     assert_eq!(write["method"], "PUT");
     assert_eq!(write["route"], "/v1/workspaces/{workspaceId}/time-log/cells");
     assert_eq!(write["status"], 200);
-    assert_eq!(write["userId"], 5);
+    assert_eq!(write["userId"], "5", "ids are strings, as in the API");
     assert_eq!(write["clientAddress"], "127.0.0.1");
     assert!(write["durationMs"].as_f64().is_some_and(|ms| ms >= 0.0), "{write}");
     assert!(write["traceId"].as_str().is_some_and(|t| !t.is_empty()), "{write}");
@@ -62,8 +69,10 @@ fn json_logs_carry_the_request_fields_and_never_a_token_or_a_body() {
     // Never a token or a body.
     assert!(!log.contains(&seeded.token), "the token leaked into the log");
     assert!(!log.contains(note), "the body leaked into the log");
-    // A signature in the URL is redacted, as in the server span's `url.query`.
+    // Credentials in the URL are redacted, as in the server span's `url.query`.
     let message = refusal["message"].as_str().expect("the 401's message");
-    assert!(message.contains("?limit=5&sig=REDACTED "), "{message}");
-    assert!(!log.contains("a-signature-in-the-url"), "the URL's signature leaked into the log");
+    assert!(message.contains("?limit=5&sig=REDACTED&Access_Token=REDACTED&api%2Dkey=REDACTED "), "{message}");
+    for secret in ["a-signature-in-the-url", "a-token-in-the-url", "a-key-in-the-url"] {
+        assert!(!log.contains(secret), "the URL's {secret} leaked into the log");
+    }
 }
