@@ -4,31 +4,53 @@
 //! `type` URIs point at.
 
 use crate::error::ApiError;
-use crate::http::problem;
-use actix_web::http::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION};
+use crate::http::{endpoint, problem};
+use actix_web::http::header::{CACHE_CONTROL, CONTENT_ENCODING, CONTENT_TYPE, ContentEncoding, LOCATION};
 use actix_web::{HttpRequest, HttpResponse, web};
-use utoipa_swagger_ui::{Config, SwaggerUi};
+use std::sync::Arc;
+use utoipa_swagger_ui::Config;
 use wpds_contract::document;
 use wpds_contract::problem::ProblemCode;
 
-/// Registers the document routes, Swagger UI and the problem pages.
+/// Registers the document routes, Swagger UI and the problem pages, each answering `GET`
+/// and `HEAD` (see [`endpoint`]).
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/openapi.yaml", web::get().to(|| serve("application/yaml", document::YAML)))
-        .route("/openapi.json", web::get().to(|| serve("application/json", document::JSON)))
-        .route("/openapi-3.0.json", web::get().to(|| serve("application/json", document::JSON_30)))
-        .route("/", web::get().to(redirect_to_docs))
-        .route("/docs", web::get().to(redirect_to_docs))
+    let ui_config = web::Data::new(
+        Config::new(["/docs/openapi.json"])
+            .try_it_out_enabled(true)
+            .persist_authorization(false)
+            .display_operation_id(true),
+    );
+    cfg.service(endpoint::get("/openapi.yaml", || serve("application/yaml", document::YAML)))
+        .service(endpoint::get("/openapi.json", || serve("application/json", document::JSON)))
+        .service(endpoint::get("/openapi-3.0.json", || serve("application/json", document::JSON_30)))
+        .service(endpoint::get("/", redirect_to_docs))
+        .service(endpoint::get("/docs", redirect_to_docs))
         // Before Swagger UI's catch-all under /docs/.
-        .route("/docs/openapi.json", web::get().to(|| serve("application/json", ui_document())))
-        .service(
-            SwaggerUi::new("/docs/{_:.*}").config(
-                Config::new(["/docs/openapi.json"])
-                    .try_it_out_enabled(true)
-                    .persist_authorization(false)
-                    .display_operation_id(true),
-            ),
-        )
-        .route("/problems/{code}", web::get().to(problem_page));
+        .service(endpoint::get("/docs/openapi.json", || serve("application/json", ui_document())))
+        .service(endpoint::get("/docs/{file:.*}", swagger_ui).app_data(ui_config))
+        .service(endpoint::get("/problems/{code}", problem_page));
+}
+
+/// A file of the vendored Swagger UI (its `index.html` for `/docs/`), served by
+/// utoipa-swagger-ui's own `serve` (as its actix-web service does, which answers `GET`
+/// only); an unknown file is a 404 problem.
+async fn swagger_ui(
+    req: HttpRequest,
+    file: web::Path<String>,
+    config: web::Data<Config<'static>>,
+) -> HttpResponse {
+    match utoipa_swagger_ui::serve(&file, Arc::clone(&config)) {
+        Ok(Some(found)) => {
+            let mut response = HttpResponse::Ok();
+            if found.gzpipped {
+                response.insert_header((CONTENT_ENCODING, ContentEncoding::Gzip));
+            }
+            response.content_type(found.content_type).body(found.bytes.into_owned())
+        }
+        Ok(None) => problem::respond(&req, ApiError::NotFound(format!("There is no route {}.", req.path()))),
+        Err(error) => problem::respond(&req, ApiError::Internal(format!("Swagger UI: {error}"))),
+    }
 }
 
 /// The document as Swagger UI loads it: the published JSON with one relative server (`/`),

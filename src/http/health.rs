@@ -1,13 +1,13 @@
 //! Liveness (`/healthz`) and readiness (`/readyz`) probes.
 
 use crate::error::ApiError;
-use crate::http::problem;
+use crate::http::{endpoint, problem};
 use crate::state::AppState;
 use actix_web::{HttpRequest, HttpResponse, web};
 
-/// Registers the probes.
+/// Registers the probes (`GET` and `HEAD`).
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/healthz", web::get().to(healthz)).route("/readyz", web::get().to(readyz));
+    cfg.service(endpoint::get("/healthz", healthz)).service(endpoint::get("/readyz", readyz));
 }
 
 /// The process is up and serving HTTP.

@@ -9,6 +9,7 @@ pub mod cors;
 pub mod dispatch;
 pub mod docs;
 pub mod edge;
+pub mod endpoint;
 pub mod health;
 pub mod operation;
 pub mod problem;

@@ -94,3 +94,57 @@ fn health_and_readiness_answer_200() {
     assert_eq!(ready.status, 200);
     assert_eq!(ready.json()["status"], "ready");
 }
+
+/// Every `GET` route off the API (probes, documents, Swagger UI, problem pages).
+const OFF_API_ROUTES: [&str; 11] = [
+    "/healthz",
+    "/readyz",
+    "/openapi.yaml",
+    "/openapi.json",
+    "/openapi-3.0.json",
+    "/",
+    "/docs",
+    "/docs/",
+    "/docs/openapi.json",
+    "/docs/swagger-initializer.js",
+    "/problems/version_conflict",
+];
+
+#[test]
+fn head_off_the_api_answers_as_get_without_a_body() {
+    let app = spawn_app();
+    for path in OFF_API_ROUTES {
+        // Identity, so that both answers' lengths are the body's own.
+        let get = app.request("GET", path).header("accept-encoding", "identity").send();
+        let head = app.request("HEAD", path).header("accept-encoding", "identity").send();
+        assert!(matches!(get.status, 200 | 308), "{path}: GET {}", get.status);
+        assert_eq!(head.status, get.status, "{path}");
+        assert_eq!(head.wire_length, 0, "{path}: a HEAD answer has no body");
+        for header in
+            ["content-type", "content-length", "location", "cache-control", "content-security-policy"]
+        {
+            assert_eq!(head.header(header), get.header(header), "{path}: {header}");
+        }
+    }
+}
+
+#[test]
+fn another_method_off_the_api_is_a_405_problem_allowing_get_and_head() {
+    let app = spawn_app();
+    for path in OFF_API_ROUTES {
+        for method in ["POST", "PUT", "DELETE", "PATCH"] {
+            let response = app.request(method, path).send();
+            assert_eq!(response.status, 405, "{method} {path}");
+            assert_eq!(response.header("allow"), Some("GET, HEAD"), "{method} {path}");
+            assert_eq!(response.json()["code"], "method_not_allowed", "{method} {path}");
+        }
+    }
+}
+
+#[test]
+fn an_unknown_file_of_swagger_ui_is_a_404_problem() {
+    let app = spawn_app();
+    let response = app.get("/docs/no-such-file.js");
+    assert_eq!(response.status, 404);
+    assert_eq!(response.json()["code"], "not_found");
+}
