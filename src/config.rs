@@ -186,6 +186,12 @@ pub struct ServeConfig {
     /// the Swagger UI address; access tokens (printed and refreshed) then live 24 hours.
     #[arg(long)]
     pub demo: bool,
+
+    /// With --demo: empty the database and load the demo workspace again, with fresh
+    /// tokens (every example works again). Refused, changing nothing, when the database
+    /// holds a workspace or user the demo does not have.
+    #[arg(long, requires = "demo")]
+    pub reset: bool,
 }
 
 impl ServeConfig {
@@ -215,6 +221,7 @@ impl ServeConfig {
             otlp_endpoint: None,
             cors_origins: Vec::new(),
             demo: false,
+            reset: false,
         }
     }
 

@@ -96,6 +96,7 @@ fn main() -> ExitCode {
         _ => (std::env::var("WPDS_LOG").unwrap_or_else(|_| "warn".to_owned()), Default::default()),
     };
     wpds::logging::init(&log, format);
+    let json = format == wpds::logging::LogFormat::Json;
     let outcome = match cli.command {
         Command::Serve(config) => {
             let command = Cli::command();
@@ -114,7 +115,11 @@ fn main() -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
-            eprintln!("wpds: {message}");
+            if json {
+                eprintln!("{}", json_line(log::Level::Error, "wpds", &message, &[]));
+            } else {
+                eprintln!("wpds: {message}");
+            }
             ExitCode::FAILURE
         }
     }
@@ -156,7 +161,22 @@ fn issue_token(user: &str, database: &DatabaseArgs, tokens: &TokenArgs) -> Resul
     let user_id = wpds_storage::ids::parse(user).ok_or_else(|| format!("no user {user}"))?;
     let db = open(&one_shot(database))?;
     let conn = &mut db.conn().map_err(|e| e.to_string())?;
-    let pair = auth::issue(conn, user_id, tokens.lifetimes()).map_err(|e| e.to_string())?;
+    let pair = match auth::issue(conn, user_id, tokens.lifetimes()) {
+        Ok(pair) => pair,
+        Err(wpds_storage::StoreError::NotFound(what)) => {
+            let empty = wpds_storage::workspaces::count(conn).map_err(|e| e.to_string())? == 0;
+            return Err(if empty {
+                format!(
+                    "not found: {what}: the database holds no records yet; load them with `wpds seed FILE.json` \
+                     (format: openapi/fixture.schema.json), or run `wpds serve --demo` to load the demo \
+                     workspace (users 5, 6, 7 and 9)"
+                )
+            } else {
+                format!("not found: {what}")
+            });
+        }
+        Err(e) => return Err(e.to_string()),
+    };
     println!("{}", serde_json::to_string_pretty(&pair).map_err(|e| e.to_string())?);
     Ok(())
 }
@@ -191,9 +211,11 @@ fn serve(mut config: ServeConfig, settings: &[String]) -> Result<(), String> {
     );
     let listener =
         TcpListener::bind(config.bind).map_err(|e| format!("cannot listen on {}: {e}", config.bind))?;
-    let address = listener.local_addr().map(browser_address).unwrap_or_default();
+    let bound = listener.local_addr().map_err(|e| format!("cannot listen on {}: {e}", config.bind))?;
+    let address = browser_address(bound);
     if config.demo {
-        demo(&db, &config.tokens, &address)?;
+        let banner = Banner { json: config.log_format == wpds::logging::LogFormat::Json };
+        demo(&db, &config.tokens, &address, config.reset, &banner)?;
     }
     let shared_counters = db.engine() == wpds_storage::Engine::Postgres;
     let mut state = AppState {
@@ -241,7 +263,7 @@ fn serve(mut config: ServeConfig, settings: &[String]) -> Result<(), String> {
                 log::info!("metrics at http://{at}/metrics");
             }
             actix_web::rt::spawn(wpds::server::stop_on_signal(handles, draining, drain));
-            log::info!("listening on http://{address} (Swagger UI at http://{address}/docs/)");
+            log::info!("listening on {bound} (Swagger UI at http://{address}/docs/)");
             server.await
         })
         .map_err(|e| format!("server failed: {e}"))?;
@@ -308,24 +330,110 @@ fn browser_address(bound: std::net::SocketAddr) -> String {
     if bound.ip().is_loopback() { format!("localhost:{}", bound.port()) } else { bound.to_string() }
 }
 
-/// Loads the demo workspace into an empty database and prints tokens to try it with.
-fn demo(db: &Database, tokens: &TokenArgs, address: &str) -> Result<(), String> {
+/// Where the demo's banner goes: printed for a person, or, with JSON logs, as JSON lines in
+/// the log's format (target `wpds::demo`, the tokens as fields), so that a process with JSON
+/// logs writes nothing but JSON. Either way on standard output and whatever the log filter:
+/// the demo exists to hand the tokens out.
+struct Banner {
+    json: bool,
+}
+
+impl Banner {
+    /// Writes `text` for a person, or `message` with `fields` as a JSON line.
+    /// A closed standard output (a reader that went away) is no reason to stop serving:
+    /// a failed write is ignored.
+    fn say(&self, text: &str, message: &str, fields: &[(&str, log::kv::Value<'_>)]) {
+        use std::io::Write;
+        let line = if self.json {
+            json_line(log::Level::Info, "wpds::demo", message, fields)
+        } else {
+            text.to_owned()
+        };
+        let _ = writeln!(std::io::stdout().lock(), "{line}");
+    }
+}
+
+/// A line of the command line's own in the JSON log format.
+fn json_line(
+    level: log::Level,
+    target: &str,
+    message: &str,
+    fields: &[(&str, log::kv::Value<'_>)],
+) -> String {
+    wpds::logging::json_line(
+        &log::Record::builder()
+            .level(level)
+            .target(target)
+            .args(format_args!("{message}"))
+            .key_values(&fields)
+            .build(),
+    )
+}
+
+/// Loads the demo workspace into an empty database (with `reset`, replaces whatever the
+/// demo left in it) and prints tokens to try it with: an access token of a member and of an
+/// administrator, and a refresh token of a login of its own, so that trying `refreshToken`
+/// (twice: the second answers 401 and revokes its login) never revokes the pasted tokens.
+fn demo(
+    db: &Database,
+    tokens: &TokenArgs,
+    address: &str,
+    reset: bool,
+    banner: &Banner,
+) -> Result<(), String> {
     let conn = &mut db.conn().map_err(|e| e.to_string())?;
-    if wpds_storage::workspaces::count(conn).map_err(|e| e.to_string())? == 0 {
-        let report = seed::load(conn, DEMO_FIXTURE).map_err(|e| format!("demo fixture: {e}"))?;
-        println!("Loaded the demo workspace: {report}");
+    let empty = wpds_storage::workspaces::count(conn).map_err(|e| e.to_string())? == 0;
+    if reset || empty {
+        let report = if reset { seed::reload(conn, DEMO_FIXTURE) } else { seed::load(conn, DEMO_FIXTURE) }
+            .map_err(|e| format!("demo fixture: {e}"))?;
+        let what = if reset { "reloaded the demo workspace (--reset)" } else { "loaded the demo workspace" };
+        banner.say(
+            &format!("{}{}: {report}", what[..1].to_uppercase(), &what[1..]),
+            what,
+            &[("inserted", report.inserted().into())],
+        );
     } else {
-        println!("The database is not empty; the demo workspace was not loaded again.");
+        banner.say(
+            "The database is not empty: the demo workspace was not loaded again (`--demo --reset` reloads it).",
+            "the database is not empty: the demo workspace was not loaded again (--demo --reset reloads it)",
+            &[],
+        );
     }
     let member = auth::issue(conn, DEMO_MEMBER, tokens.lifetimes()).map_err(|e| e.to_string())?;
     let admin = auth::issue(conn, DEMO_ADMIN, tokens.lifetimes()).map_err(|e| e.to_string())?;
-    println!(
-        "\nSwagger UI: http://{address}/docs/  (click Authorize and paste a token)\n\
-         Access token of user {DEMO_MEMBER} (member of workspace 1): {}\n\
-         Access token of user {DEMO_ADMIN} (platform administrator): {}\n\
-         Refresh token of user {DEMO_MEMBER}: {}\n\
-         Demo access tokens, printed and refreshed alike, live {} s (24 hours; 15 minutes outside the demo);\n         POST /v1/auth/refresh with the refresh token for a new pair.\n",
-        member.access_token, admin.access_token, member.refresh_token, member.expires_in
+    let refresh = auth::issue(conn, DEMO_MEMBER, tokens.lifetimes()).map_err(|e| e.to_string())?;
+    let docs = format!("http://{address}/docs/");
+    let member_id = DEMO_MEMBER.to_string();
+    let admin_id = DEMO_ADMIN.to_string();
+    banner.say(
+        &format!("\nSwagger UI: {docs}  (click Authorize and paste a token)"),
+        "Swagger UI",
+        &[("url", docs.as_str().into())],
+    );
+    banner.say(
+        &format!("Access token of user {DEMO_MEMBER} (member of workspace 1): {}", member.access_token),
+        "access token of a member of workspace 1",
+        &[("userId", member_id.as_str().into()), ("accessToken", member.access_token.as_str().into())],
+    );
+    banner.say(
+        &format!("Access token of user {DEMO_ADMIN} (platform administrator): {}", admin.access_token),
+        "access token of a platform administrator",
+        &[("userId", admin_id.as_str().into()), ("accessToken", admin.access_token.as_str().into())],
+    );
+    banner.say(
+        &format!("Refresh token of user {DEMO_MEMBER}: {}", refresh.refresh_token),
+        "refresh token of a login of its own (spending it twice revokes only that login)",
+        &[("userId", member_id.as_str().into()), ("refreshToken", refresh.refresh_token.as_str().into())],
+    );
+    banner.say(
+        &format!(
+            "  (a login of its own: spending it twice revokes only that login, never the access tokens above)\n\
+             Demo access tokens, printed and refreshed alike, live {} s (24 hours; 15 minutes outside the demo);\n\
+             POST /v1/auth/refresh with the refresh token for a new pair; `serve --demo --reset` starts the demo afresh.\n",
+            member.expires_in
+        ),
+        "demo access tokens live 24 hours; POST /v1/auth/refresh with the refresh token for a new pair",
+        &[("expiresIn", member.expires_in.into())],
     );
     Ok(())
 }

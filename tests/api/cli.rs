@@ -105,6 +105,17 @@ fn token_issue_prints_a_pair_as_json() {
     let unknown = wpds(&["token", "issue", "--user", "404"], &db.url());
     assert!(!unknown.status.success());
     assert!(text(&unknown.stderr).contains("user 404"), "{}", text(&unknown.stderr));
+    assert!(!text(&unknown.stderr).contains("no records yet"), "the database is not empty");
+}
+
+#[test]
+fn token_issue_on_an_empty_database_says_how_to_load_data() {
+    let db = ScratchFile::new("empty.sqlite3");
+    let output = wpds(&["token", "issue", "--user", "5"], &db.url());
+    assert!(!output.status.success());
+    let message = text(&output.stderr);
+    assert!(message.contains("user 5") && message.contains("no records yet"), "{message}");
+    assert!(message.contains("wpds seed FILE.json") && message.contains("wpds serve --demo"), "{message}");
 }
 
 #[test]

@@ -18,6 +18,7 @@ mod contacts;
 mod cors;
 #[path = "../common/database.rs"]
 mod database;
+mod demo;
 mod documents;
 mod exports;
 mod failure_statuses;

@@ -291,5 +291,15 @@ pub fn validate(fixture: &str) -> Result<(), SeedError> {
 /// nothing. Records that already exist are left as they are (see [`SeedReport`]).
 pub fn load(conn: &mut DbConn, fixture: &str) -> Result<SeedReport, SeedError> {
     let mut plan = prepare(fixture)?;
-    write::run(conn, &mut plan)
+    write::run(conn, &mut plan, write::Mode::Add)
+}
+
+/// Replaces every record in the database with the file's (its text), in one transaction:
+/// logins, tokens, the audit log and what the operations wrote go too; the server's
+/// secrets and the migrations stay. Refused ([`SeedError::Invalid`], nothing changed) when
+/// the database holds a workspace or a user the file does not have, so it never erases
+/// data that did not come from this file (`serve --demo --reset`).
+pub fn reload(conn: &mut DbConn, fixture: &str) -> Result<SeedReport, SeedError> {
+    let mut plan = prepare(fixture)?;
+    write::run(conn, &mut plan, write::Mode::Replace)
 }

@@ -1,9 +1,10 @@
-//! The load itself: one write transaction that checks the file's references against the
-//! database, inserts every row with `ON CONFLICT DO NOTHING` and, on PostgreSQL, moves
-//! each identity sequence past the ids the file brought.
+//! The load itself: one write transaction that (when it replaces) deletes every record,
+//! checks the file's references against the database, inserts every row with
+//! `ON CONFLICT DO NOTHING` and, on PostgreSQL, moves each identity sequence past the ids
+//! the file brought.
 
 use super::plan::{Known, Labelled, Plan};
-use super::{SeedError, SeedReport};
+use super::{SeedError, SeedProblem, SeedReport};
 use crate::db::DbConn;
 use crate::db_write;
 use crate::schema::*;
@@ -93,9 +94,85 @@ macro_rules! insert_rows {
     }};
 }
 
-/// Checks references against the database and inserts everything, in one transaction.
-pub(super) fn run(conn: &mut DbConn, plan: &mut Plan) -> Result<SeedReport, SeedError> {
+/// Empties every table of records, children before parents: everything but the server's
+/// secrets, the rate-limit counters and the migrations.
+macro_rules! delete_records {
+    ($conn:ident) => {{
+        diesel::delete(tokens::table).execute($conn)?;
+        diesel::delete(logins::table).execute($conn)?;
+        diesel::delete(audit_log::table).execute($conn)?;
+        diesel::delete(credit_resets::table).execute($conn)?;
+        diesel::delete(credit_allowances::table).execute($conn)?;
+        diesel::delete(commercial_receipts::table).execute($conn)?;
+        diesel::delete(time_log_entries::table).execute($conn)?;
+        diesel::delete(company_links::table).execute($conn)?;
+        diesel::delete(contact_persons::table).execute($conn)?;
+        diesel::delete(contact_companies::table).execute($conn)?;
+        diesel::delete(product_type_columns::table).execute($conn)?;
+        diesel::delete(item_columns::table).execute($conn)?;
+        diesel::delete(product_types::table).execute($conn)?;
+        diesel::delete(categories::table).execute($conn)?;
+        diesel::delete(global_companies::table).execute($conn)?;
+        diesel::delete(report_exports::table).execute($conn)?;
+        diesel::delete(assistant_imports::table).execute($conn)?;
+        diesel::delete(documents::table).execute($conn)?;
+        diesel::delete(document_types::table).execute($conn)?;
+        diesel::delete(project_items::table).execute($conn)?;
+        diesel::delete(catalog_families::table).execute($conn)?;
+        diesel::delete(project_areas::table).execute($conn)?;
+        diesel::delete(projects::table).execute($conn)?;
+        diesel::delete(memberships::table).execute($conn)?;
+        diesel::delete(workspaces::table).execute($conn)?;
+        diesel::delete(users::table).execute($conn)?;
+    }};
+}
+
+/// What a load does with the records already in the database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Mode {
+    /// Keeps them: the file's records are added where missing.
+    Add,
+    /// Replaces them all with the file's, provided every workspace and user in the
+    /// database is one the file has (so real data is never erased).
+    Replace,
+}
+
+/// The workspaces and users in the database that the file does not have, as problems.
+macro_rules! foreign_records {
+    ($conn:ident, $plan:expr) => {{
+        let ours = |ids: Vec<i64>, mine: &[i64]| ids.into_iter().filter(|id| !mine.contains(id)).collect::<Vec<_>>();
+        let file_workspaces: Vec<i64> = $plan.workspaces.iter().map(|w| w.value.id).collect();
+        let file_users: Vec<i64> = $plan.users.iter().map(|u| u.value.id).collect();
+        let workspaces = ours(workspaces::table.select(workspaces::id).load($conn)?, &file_workspaces);
+        let users = ours(users::table.select(users::id).load($conn)?, &file_users);
+        let mut problems = Vec::new();
+        for (kind, ids) in [("workspace", workspaces), ("user", users)] {
+            if let Some(first) = ids.first() {
+                problems.push(SeedProblem {
+                    record: "database".to_owned(),
+                    pointer: String::new(),
+                    message: format!(
+                        "holds {} {kind}(s) the file does not have ({kind} {first} among them): it is not replaced",
+                        ids.len()
+                    ),
+                });
+            }
+        }
+        problems
+    }};
+}
+
+/// Checks references against the database and inserts everything, in one transaction; with
+/// [`Mode::Replace`], every record in the database is deleted first.
+pub(super) fn run(conn: &mut DbConn, plan: &mut Plan, mode: Mode) -> Result<SeedReport, SeedError> {
     db_write!(conn => {
+        if mode == Mode::Replace {
+            let foreign = foreign_records!(conn, plan);
+            if !foreign.is_empty() {
+                return Err(SeedError::Invalid(foreign));
+            }
+            delete_records!(conn);
+        }
         let wanted = plan.wanted();
         let mut db = Known::default();
         let users: Vec<i64> =

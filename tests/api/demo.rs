@@ -1,0 +1,234 @@
+//! `wpds serve --demo` as a person trying the README's first hour meets it, run as a real
+//! process on either engine: the banner's tokens, a refresh token that never revokes them,
+//! `--demo --reset` for a second go, its refusal on a database holding other data, and a
+//! banner of JSON lines when the log is JSON.
+
+use crate::database::TestDatabase;
+use serde_json::{Value, json};
+use std::io::BufRead;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running `wpds serve --demo …`, killed on drop.
+struct Demo {
+    child: Child,
+    base: String,
+    /// What it printed on standard output up to the banner's last line.
+    banner: Vec<String>,
+}
+
+impl Demo {
+    /// Starts `wpds serve` with `args` on `database_url` and a free port, reads its banner
+    /// (up to the line holding `last`) and waits until it is ready.
+    fn start(database_url: &str, args: &[&str], settings: &[(&str, &str)], last: &str) -> Demo {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_wpds"))
+            .arg("serve")
+            .args(args)
+            .env("DATABASE_URL", database_url)
+            .env("WPDS_BIND", format!("127.0.0.1:{port}"))
+            .env("WPDS_LOG", "info")
+            .envs(settings.iter().copied())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("wpds serve starts");
+        let stdout = child.stdout.take().expect("its output");
+        let mut banner = Vec::new();
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let done = line.contains(last);
+            banner.push(line);
+            if done {
+                break;
+            }
+        }
+        let demo = Demo { child, base: format!("http://127.0.0.1:{port}"), banner };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while agent().get(format!("{}/readyz", demo.base)).call().map(|r| r.status() != 200).unwrap_or(true) {
+            assert!(
+                Instant::now() < deadline,
+                "the demo server did not come up; it printed {:?}",
+                demo.banner
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        demo
+    }
+
+    /// The text after `prefix` on the banner line that starts with it.
+    fn printed(&self, prefix: &str) -> String {
+        self.banner
+            .iter()
+            .find_map(|l| l.strip_prefix(prefix))
+            .unwrap_or_else(|| panic!("no line starting {prefix:?} in {:?}", self.banner))
+            .to_owned()
+    }
+
+    /// Stops it with SIGTERM and returns what it wrote on standard error.
+    fn stop(mut self) -> String {
+        use std::io::Read;
+        let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
+        let mut log = String::new();
+        if let Some(mut stderr) = self.child.stderr.take() {
+            let _ = stderr.read_to_string(&mut log);
+        }
+        let _ = self.child.wait();
+        log
+    }
+}
+
+impl Drop for Demo {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder().http_status_as_error(false).max_redirects(0).build().into()
+}
+
+/// The README's first write: `setOwnTimeLogCell`'s `firstWrite` example.
+fn first_write(base: &str, token: &str) -> u16 {
+    agent()
+        .put(format!("{base}/v1/workspaces/1/time-log/cells"))
+        .header("authorization", format!("Bearer {token}"))
+        .send_json(json!({"projectId": "7", "date": "2026-11-20", "hours": "7.5", "expectedVersion": 1}))
+        .expect("an answer")
+        .status()
+        .as_u16()
+}
+
+fn refresh(base: &str, refresh_token: &str) -> u16 {
+    agent()
+        .post(format!("{base}/v1/auth/refresh"))
+        .send_json(json!({"refreshToken": refresh_token}))
+        .expect("an answer")
+        .status()
+        .as_u16()
+}
+
+const LAST_TEXT_LINE: &str = "POST /v1/auth/refresh";
+
+#[test]
+fn the_demo_can_be_tried_twice_with_a_reset_between_and_its_refresh_token_never_revokes_the_pasted_token() {
+    // Arrange: the demo on a fresh database, as the README starts it.
+    let database = TestDatabase::fresh();
+    let first = Demo::start(&database.url, &["--demo"], &[], LAST_TEXT_LINE);
+    let member = first.printed("Access token of user 5 (member of workspace 1): ");
+    let refresh_token = first.printed("Refresh token of user 5: ");
+
+    // Act: the first write; the refresh token tried twice (the second is a reuse).
+    assert_eq!(first_write(&first.base, &member), 200);
+    assert_eq!(refresh(&first.base, &refresh_token), 200);
+    assert_eq!(refresh(&first.base, &refresh_token), 401);
+
+    // Assert: the reuse revoked the refresh token's own login, not the member's token; the
+    // same example a second time is the contract's 409.
+    assert_eq!(first_write(&first.base, &member), 409, "the member's token still works");
+    first.stop();
+
+    // Act: a second `--demo` keeps the data and says how to start afresh; `--reset` does.
+    let again = Demo::start(&database.url, &["--demo"], &[], LAST_TEXT_LINE);
+    assert!(
+        again.banner.iter().any(|l| l.contains("not loaded again") && l.contains("--demo --reset")),
+        "{:?}",
+        again.banner
+    );
+    assert_eq!(
+        first_write(&again.base, &again.printed("Access token of user 5 (member of workspace 1): ")),
+        409
+    );
+    again.stop();
+    let reset = Demo::start(&database.url, &["--demo", "--reset"], &[], LAST_TEXT_LINE);
+
+    // Assert: the demo is as new: the first write works again, the old tokens are gone.
+    assert!(
+        reset.banner.iter().any(|l| l.starts_with("Reloaded the demo workspace") && l.contains("--reset")),
+        "{:?}",
+        reset.banner
+    );
+    assert_eq!(
+        first_write(&reset.base, &reset.printed("Access token of user 5 (member of workspace 1): ")),
+        200
+    );
+    assert_eq!(first_write(&reset.base, &member), 401, "the first run's token went with the reset");
+}
+
+#[test]
+fn a_reset_refuses_a_database_holding_data_the_demo_does_not_have_and_changes_nothing() {
+    // Arrange: the demo's records and one user more.
+    let database = TestDatabase::fresh();
+    let mut fixture: Value =
+        serde_json::from_str(include_str!("../../fixtures/demo.json")).expect("the demo fixture");
+    let mut extra = fixture["users"][0].clone();
+    extra["id"] = json!("99");
+    if let Some(email) = extra.get_mut("email") {
+        *email = json!("someone.else@example.com");
+    }
+    fixture["users"].as_array_mut().expect("users").push(extra);
+    let file = std::env::temp_dir().join(format!("wpds-demo-extra-{}.json", uuid::Uuid::new_v4().simple()));
+    std::fs::write(&file, fixture.to_string()).expect("the fixture is written");
+    let wpds = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_wpds"))
+            .args(args)
+            .env("DATABASE_URL", &database.url)
+            .env("WPDS_BIND", "127.0.0.1:0")
+            .output()
+            .expect("wpds runs")
+    };
+    let seeded = wpds(&["seed", file.to_str().expect("a UTF-8 path")]);
+    let _ = std::fs::remove_file(&file);
+    assert!(seeded.status.success(), "{}", String::from_utf8_lossy(&seeded.stderr));
+
+    // Act
+    let refused = wpds(&["serve", "--demo", "--reset"]);
+
+    // Assert: it stops before serving, naming why; user 99 is still there.
+    assert_eq!(refused.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("user(s) the file does not have (user 99 among them)"), "{said}");
+    let issued = wpds(&["token", "issue", "--user", "99"]);
+    assert!(issued.status.success(), "user 99 survived: {}", String::from_utf8_lossy(&issued.stderr));
+}
+
+#[test]
+fn with_json_logs_the_demo_writes_nothing_but_json_lines_and_its_tokens_as_fields() {
+    // Arrange, act: the demo with JSON logs.
+    let database = TestDatabase::fresh();
+    let demo = Demo::start(&database.url, &["--demo"], &[("WPDS_LOG_FORMAT", "json")], "\"expiresIn\"");
+    let banner: Vec<Value> = demo
+        .banner
+        .iter()
+        .map(|l| {
+            serde_json::from_str(l).unwrap_or_else(|e| panic!("a plain line on standard output ({e}): {l}"))
+        })
+        .collect();
+    let member = banner
+        .iter()
+        .find(|l| l["userId"] == "5" && l["accessToken"].is_string())
+        .unwrap_or_else(|| panic!("no member token in {banner:?}"));
+    assert_eq!(first_write(&demo.base, member["accessToken"].as_str().unwrap()), 200);
+    let base = demo.base.clone();
+    let log = demo.stop();
+
+    // Assert: every line of both streams is a JSON object with the log's fields; the
+    // start-up line names the address actually bound.
+    for line in banner.iter().chain(
+        log.lines()
+            .map(|l| {
+                serde_json::from_str(l)
+                    .unwrap_or_else(|e| panic!("a plain line on standard error ({e}): {l}"))
+            })
+            .collect::<Vec<Value>>()
+            .iter(),
+    ) {
+        for field in ["timestamp", "level", "target", "message"] {
+            assert!(line.get(field).is_some(), "{field} missing: {line}");
+        }
+    }
+    assert!(banner.iter().all(|l| l["target"] == "wpds::demo"), "{banner:?}");
+    assert!(banner.iter().any(|l| l["refreshToken"].is_string()), "{banner:?}");
+    let bound = base.trim_start_matches("http://");
+    assert!(log.contains(&format!("\"listening on {bound} ")), "{log}");
+}
