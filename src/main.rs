@@ -386,12 +386,12 @@ fn demo(
     if reset || empty {
         let report = if reset { seed::reload(conn, DEMO_FIXTURE) } else { seed::load(conn, DEMO_FIXTURE) }
             .map_err(|e| format!("demo fixture: {e}"))?;
-        let what = if reset { "reloaded the demo workspace (--reset)" } else { "loaded the demo workspace" };
-        banner.say(
-            &format!("{}{}: {report}", what[..1].to_uppercase(), &what[1..]),
-            what,
-            &[("inserted", report.inserted().into())],
-        );
+        let (text, message) = if reset {
+            ("Reloaded the demo workspace (--reset)", "reloaded the demo workspace (--reset)")
+        } else {
+            ("Loaded the demo workspace", "loaded the demo workspace")
+        };
+        banner.say(&format!("{text}: {report}"), message, &[("inserted", report.inserted().into())]);
     } else {
         banner.say(
             "The database is not empty: the demo workspace was not loaded again (`--demo --reset` reloads it).",

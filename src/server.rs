@@ -4,7 +4,7 @@ use crate::config::ServeConfig;
 use crate::error::ApiError;
 use crate::handlers::Service;
 use crate::http::body::BodyReader;
-use crate::http::{access_log, cors, docs, edge, health, problem};
+use crate::http::{access_log, cors, docs, edge, endpoint, health, problem};
 use crate::operations;
 use crate::state::AppState;
 use actix_web::middleware::{Condition, from_fn};
@@ -74,7 +74,7 @@ pub fn worker_count(config: &ServeConfig) -> usize {
     }
 }
 
-/// Serves `metrics` at `GET /metrics` on `listener`, a listener of its own (never the
+/// Serves `metrics` at `GET /metrics` (and `HEAD`) on `listener`, a listener of its own (never the
 /// API's), with one worker; stopped with the API server by [`stop_on_signal`].
 pub fn start_metrics(
     metrics: std::sync::Arc<crate::metrics::Metrics>,
@@ -82,14 +82,14 @@ pub fn start_metrics(
 ) -> io::Result<actix_web::dev::Server> {
     let metrics = web::Data::from(metrics);
     Ok(HttpServer::new(move || {
-        App::new().app_data(metrics.clone()).route(
+        App::new().app_data(metrics.clone()).service(endpoint::get(
             "/metrics",
-            web::get().to(|metrics: web::Data<crate::metrics::Metrics>| async move {
+            |metrics: web::Data<crate::metrics::Metrics>| async move {
                 HttpResponse::Ok()
                     .content_type("text/plain; version=0.0.4; charset=utf-8")
                     .body(metrics.render())
-            }),
-        )
+            },
+        ))
     })
     .workers(1)
     .disable_signals()

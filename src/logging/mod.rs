@@ -23,14 +23,49 @@ pub enum LogFormat {
     Json,
 }
 
-/// Installs the logger: `filter` in env_logger syntax, lines in `format`.
+/// Installs the logger: `filter` in env_logger syntax, lines in `format`. With
+/// [`LogFormat::Json`] a panic is reported as a JSON line too (level `ERROR`, target
+/// `panic`, the location and, when `RUST_BACKTRACE` asks for one, the backtrace as fields),
+/// whatever the filter, instead of the standard library's plain text.
 pub fn init(filter: &str, format: LogFormat) {
     let mut builder = env_logger::Builder::new();
     builder.parse_filters(filter).format_timestamp_millis();
     if format == LogFormat::Json {
         builder.format(|out, record| writeln!(out, "{}", json_line(record)));
+        std::panic::set_hook(Box::new(|info| {
+            let payload = info.payload();
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".to_owned());
+            let location = info.location().map(ToString::to_string).unwrap_or_default();
+            let backtrace = std::backtrace::Backtrace::capture();
+            let backtrace = (backtrace.status() == std::backtrace::BacktraceStatus::Captured)
+                .then(|| backtrace.to_string());
+            let thread = std::thread::current().name().unwrap_or("unnamed").to_owned();
+            let line = panic_line(&message, &location, &thread, backtrace.as_deref());
+            let _ = writeln!(std::io::stderr().lock(), "{line}");
+        }));
     }
     builder.init();
+}
+
+/// A panic as a JSON log line (target `panic`, level `ERROR`).
+fn panic_line(message: &str, location: &str, thread: &str, backtrace: Option<&str>) -> String {
+    let fields: [(&str, log::kv::Value<'_>); 3] = [
+        ("location", location.into()),
+        ("thread", thread.into()),
+        ("backtrace", backtrace.map_or_else(log::kv::Value::null, log::kv::Value::from)),
+    ];
+    json_line(
+        &log::Record::builder()
+            .level(log::Level::Error)
+            .target("panic")
+            .args(format_args!("{message}"))
+            .key_values(&fields)
+            .build(),
+    )
 }
 
 /// `record` as one JSON line (without the newline): `timestamp`, `level`, `target`,
@@ -114,7 +149,7 @@ impl<'v> log::kv::VisitValue<'v> for Json {
 
 #[cfg(test)]
 mod tests {
-    use super::timestamp;
+    use super::{panic_line, timestamp};
     use time::macros::datetime;
 
     #[test]
@@ -123,5 +158,20 @@ mod tests {
         assert_eq!(timestamp(datetime!(2026-11-27 15:04:55 UTC)), "2026-11-27T15:04:55.000Z");
         assert_eq!(timestamp(datetime!(2026-11-27 15:04:55.999_999 UTC)), "2026-11-27T15:04:55.999Z");
         assert_eq!(timestamp(datetime!(2026-11-27 16:04:55.5 +01:00)), "2026-11-27T15:04:55.500Z");
+    }
+
+    #[test]
+    fn a_panic_is_one_json_line_with_its_location() {
+        let line: serde_json::Value =
+            serde_json::from_str(&panic_line("boom", "src/x.rs:1:2", "actix-rt|system:0|arbiter:0", None))
+                .expect("JSON");
+        assert_eq!((line["level"].as_str(), line["target"].as_str()), (Some("ERROR"), Some("panic")));
+        assert_eq!(
+            (line["message"].as_str(), line["location"].as_str()),
+            (Some("boom"), Some("src/x.rs:1:2"))
+        );
+        assert!(line.get("backtrace").is_none(), "no backtrace asked for: {line}");
+        let with = panic_line("boom", "src/x.rs:1:2", "main", Some("0: main\n1: start"));
+        assert!(!with.contains('\n') && with.contains("0: main\\n1: start"), "{with}");
     }
 }

@@ -96,6 +96,12 @@ fn metrics_count_what_happened_on_their_own_listener_and_pass_promtool() {
     // ... never on the API's port ...
     let api = agent().get(format!("{}/metrics", server.base)).call().expect("an answer");
     assert_eq!(api.status(), 404);
+    // ... answering HEAD as GET, and another method with 405 ...
+    let head = agent().head(format!("http://{metrics}/metrics")).call().expect("an answer");
+    assert_eq!(head.status(), 200);
+    let posted = agent().post(format!("http://{metrics}/metrics")).send_empty().expect("an answer");
+    assert_eq!(posted.status(), 405);
+    assert_eq!(posted.headers().get("allow").and_then(|v| v.to_str().ok()), Some("GET, HEAD"));
     // ... and clean for promtool, where Debian's prometheus package ships it.
     if let Some(promtool) = binary("promtool") {
         let mut check = Command::new(promtool)
