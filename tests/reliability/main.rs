@@ -21,6 +21,7 @@ mod lost_updates;
 mod outage;
 mod proxy;
 mod rate_limits;
+mod read_only;
 mod revocation;
 mod shutdown;
 mod storage_faults;

@@ -123,7 +123,11 @@ impl From<r2d2::Error> for StoreError {
 
 /// The database did not let the statement proceed: SQLite's "database is locked" after
 /// `busy_timeout`; PostgreSQL's `lock_timeout` / `statement_timeout` cancellations, a
-/// deadlock or serialization failure (retrying is the remedy), or a closed connection.
+/// deadlock or serialization failure (retrying is the remedy), a closed connection, or a
+/// server that takes no writes (SQLSTATE 25006 "cannot execute … in a read-only
+/// transaction", and what a standby says of work it cannot do "during recovery"): after a
+/// failover, a connection to the node that is now a standby. The caller discards the
+/// connection that met it, so the next one goes where writes are taken.
 fn is_busy(message: &str) -> bool {
     message.contains("database is locked")
         || message.contains("database is busy")
@@ -133,6 +137,8 @@ fn is_busy(message: &str) -> bool {
         || message.contains("deadlock detected")
         || message.contains("could not serialize access")
         || message.contains("server closed the connection")
+        || message.contains("in a read-only transaction")
+        || message.contains("during recovery")
 }
 
 /// SQLite cannot write its files: SQLITE_READONLY (a read-only file or directory),

@@ -1,0 +1,82 @@
+//! Issue 35, point 2's rule for a database that stops taking writes, as a failover leaves
+//! connections to a node that is now a standby: a read-only-transaction error answers 503
+//! `unavailable` with `Retry-After` (never 500), the connection that met it is discarded,
+//! and once the database takes writes again the same server process writes within 5 s.
+//!
+//! PostgreSQL only. The test makes its own database read-only the way an operator would
+//! (`ALTER DATABASE … SET default_transaction_read_only = on`) and ends the server's
+//! sessions, so that every connection the server opens from then on is read-only, like one
+//! to a standby; then it resets the setting without touching the server's connections.
+
+use crate::harness::{Seeded, Server, timed_put_cell};
+use diesel::Connection;
+use diesel::connection::SimpleConnection;
+use diesel::pg::PgConnection;
+use std::time::{Duration, Instant};
+
+/// Runs `sql` on the test's database from a connection of the test's own, which takes
+/// writes whatever the database's default says (each statement is its own query, so
+/// none starts before the session is made read-write).
+fn admin(url: &str, sql: &str) {
+    let mut conn = PgConnection::establish(url).expect("the test connects to PostgreSQL");
+    for statement in ["SET default_transaction_read_only = off", sql] {
+        conn.batch_execute(statement).unwrap_or_else(|e| panic!("{statement}: {e}"));
+    }
+}
+
+#[test]
+fn a_read_only_database_answers_503_and_writes_resume_within_5_s_of_it_taking_writes_again() {
+    let seeded = Seeded::new();
+    if !seeded.is_postgres() {
+        eprintln!("read only: a PostgreSQL standby's refusal; SQLite's read-only file is storage_faults.rs");
+        return;
+    }
+    // Arrange: a server that has written once (its connections are open and read-write).
+    let url = &seeded.database.url;
+    let name = url.rsplit('/').next().and_then(|n| n.split('?').next()).expect("a database name").to_owned();
+    let server = Server::start(url);
+    let (first, _) = timed_put_cell(&server.base, &seeded.token, "2024-05-01", "before", 1);
+    assert_eq!(first.status, 200, "{}", first.body);
+
+    // Act: the database turns read-only; the server's sessions end (as a failover ends them).
+    admin(url, &format!("ALTER DATABASE \"{name}\" SET default_transaction_read_only = on"));
+    admin(
+        url,
+        &format!(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE datname = '{name}' AND pid <> pg_backend_pid()"
+        ),
+    );
+    let mut refused = Vec::new();
+    for i in 0..12 {
+        let (answer, _) =
+            timed_put_cell(&server.base, &seeded.token, &format!("2024-05-{:02}", 2 + i), "ro", 1);
+        refused.push(answer);
+    }
+
+    // Assert: every write is refused as unavailable, with Retry-After, never 500.
+    for answer in &refused {
+        assert_eq!(answer.status, 503, "a write to a read-only database: {}", answer.body);
+        assert_eq!(answer.body["code"], "unavailable", "{}", answer.body);
+        assert!(answer.retry_after.is_some(), "503 without Retry-After: {}", answer.body);
+    }
+
+    // Act: the database takes writes again; nothing touches the server's connections.
+    admin(url, &format!("ALTER DATABASE \"{name}\" RESET default_transaction_read_only"));
+    let started = Instant::now();
+    let mut statuses = Vec::new();
+    let resumed = loop {
+        let (answer, _) = timed_put_cell(&server.base, &seeded.token, "2024-06-01", "after", 1);
+        statuses.push(answer.status);
+        assert!(matches!(answer.status, 200 | 503), "only 200 or 503 while it recovers: {}", answer.body);
+        if answer.status == 200 {
+            break started.elapsed();
+        }
+        assert!(started.elapsed() < Duration::from_secs(5), "no write within 5 s: {statuses:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+
+    // Assert: the read-only connections were discarded, so writing resumed by itself.
+    assert!(resumed < Duration::from_secs(5), "{resumed:?}, {statuses:?}");
+    eprintln!("read only: writes resumed after {resumed:?}: {statuses:?}");
+}
