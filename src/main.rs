@@ -116,7 +116,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             if json {
-                eprintln!("{}", json_line(log::Level::Error, "wpds", &message, &[]));
+                eprintln!("{}", wpds::logging::line_of(log::Level::Error, "wpds", &message, &[]));
             } else {
                 eprintln!("wpds: {message}");
             }
@@ -345,29 +345,12 @@ impl Banner {
     fn say(&self, text: &str, message: &str, fields: &[(&str, log::kv::Value<'_>)]) {
         use std::io::Write;
         let line = if self.json {
-            json_line(log::Level::Info, "wpds::demo", message, fields)
+            wpds::logging::line_of(log::Level::Info, "wpds::demo", message, fields)
         } else {
             text.to_owned()
         };
         let _ = writeln!(std::io::stdout().lock(), "{line}");
     }
-}
-
-/// A line of the command line's own in the JSON log format.
-fn json_line(
-    level: log::Level,
-    target: &str,
-    message: &str,
-    fields: &[(&str, log::kv::Value<'_>)],
-) -> String {
-    wpds::logging::json_line(
-        &log::Record::builder()
-            .level(level)
-            .target(target)
-            .args(format_args!("{message}"))
-            .key_values(&fields)
-            .build(),
-    )
 }
 
 /// Loads the demo workspace into an empty database (with `reset`, replaces whatever the

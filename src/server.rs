@@ -1,14 +1,13 @@
 //! Assembles the actix-web application and starts the HTTP server.
 
 use crate::config::ServeConfig;
-use crate::error::ApiError;
 use crate::handlers::Service;
 use crate::http::body::BodyReader;
-use crate::http::{access_log, cors, docs, edge, endpoint, health, problem};
+use crate::http::{access_log, cors, docs, edge, endpoint, health};
 use crate::operations;
 use crate::state::AppState;
 use actix_web::middleware::{Condition, from_fn};
-use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
+use actix_web::{App, HttpResponse, HttpServer, web};
 use std::io;
 use std::net::TcpListener;
 use wpds_contract::validation::Contract;
@@ -51,7 +50,7 @@ pub fn start(
             .configure(health::configure)
             .configure(docs::configure)
             .configure(operations::configure::<Service>)
-            .default_service(web::to(not_found))
+            .default_service(web::to(endpoint::no_route))
     })
     .shutdown_timeout(config.shutdown_timeout)
     .disable_signals();
@@ -179,9 +178,4 @@ async fn next_signal(
     int: &mut actix_web::rt::signal::unix::Signal,
 ) {
     futures_util::future::select(Box::pin(term.recv()), Box::pin(int.recv())).await;
-}
-
-async fn not_found(req: HttpRequest) -> HttpResponse {
-    let detail = format!("There is no route {}.", req.path());
-    problem::respond(&req, ApiError::NotFound(detail))
 }

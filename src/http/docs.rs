@@ -48,7 +48,7 @@ async fn swagger_ui(
             }
             response.content_type(found.content_type).body(found.bytes.into_owned())
         }
-        Ok(None) => problem::respond(&req, ApiError::NotFound(format!("There is no route {}.", req.path()))),
+        Ok(None) => endpoint::no_route(req).await,
         Err(error) => problem::respond(&req, ApiError::Internal(format!("Swagger UI: {error}"))),
     }
 }

@@ -25,6 +25,13 @@ where
         .default_service(web::to(method_not_allowed))
 }
 
+/// 404 `not_found` for a path no route serves (the application's default service, and a
+/// file Swagger UI does not have).
+pub async fn no_route(req: HttpRequest) -> actix_web::HttpResponse {
+    let detail = format!("There is no route {}.", req.path());
+    problem::respond(&req, ApiError::NotFound(detail))
+}
+
 /// 405 with `Allow: GET, HEAD`.
 async fn method_not_allowed(req: HttpRequest) -> actix_web::HttpResponse {
     problem::respond(&req, ApiError::MethodNotAllowed(ALLOW.to_vec()))

@@ -12,6 +12,7 @@
 pub mod redaction;
 
 use std::io::Write;
+use wpds_storage::clock;
 
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -58,10 +59,21 @@ fn panic_line(message: &str, location: &str, thread: &str, backtrace: Option<&st
         ("thread", thread.into()),
         ("backtrace", backtrace.map_or_else(log::kv::Value::null, log::kv::Value::from)),
     ];
+    line_of(log::Level::Error, "panic", message, &fields)
+}
+
+/// A line the process writes itself, not through the logger (the demo's banner, a
+/// command's failure, a panic), as [`json_line`] writes a record.
+pub fn line_of(
+    level: log::Level,
+    target: &str,
+    message: &str,
+    fields: &[(&str, log::kv::Value<'_>)],
+) -> String {
     json_line(
         &log::Record::builder()
-            .level(log::Level::Error)
-            .target("panic")
+            .level(level)
+            .target(target)
             .args(format_args!("{message}"))
             .key_values(&fields)
             .build(),
@@ -70,26 +82,18 @@ fn panic_line(message: &str, location: &str, thread: &str, backtrace: Option<&st
 
 /// `record` as one JSON line (without the newline): `timestamp`, `level`, `target`,
 /// `message`, then its key-values. The logger writes every line so with
-/// [`LogFormat::Json`]; output that is not a log line (the demo's banner) uses it too, so
-/// that a process with JSON logs writes nothing but JSON.
-pub fn json_line(record: &log::Record<'_>) -> String {
+/// [`LogFormat::Json`]; [`line_of`] writes the process's own lines so, so that a process
+/// with JSON logs writes nothing but JSON.
+fn json_line(record: &log::Record<'_>) -> String {
     let mut line = serde_json::Map::new();
-    line.insert("timestamp".into(), timestamp(time::OffsetDateTime::now_utc()).into());
+    // The contract's timestamp format: RFC 3339, UTC, always three fraction digits, so every
+    // timestamp has the same width and text order is time order.
+    line.insert("timestamp".into(), clock::format_millis(clock::now_millis()).into());
     line.insert("level".into(), record.level().as_str().into());
     line.insert("target".into(), record.target().into());
     line.insert("message".into(), record.args().to_string().into());
     let _ = record.key_values().visit(&mut Fields(&mut line));
     serde_json::Value::Object(line).to_string()
-}
-
-/// A line's `timestamp`: RFC 3339 in UTC with exactly three fraction digits and `Z`
-/// (`2026-11-27T15:04:05.830Z`), so every timestamp has the same width and text order is
-/// time order.
-fn timestamp(at: time::OffsetDateTime) -> String {
-    const FORMAT: &[time::format_description::BorrowedFormatItem<'_>] = time::macros::format_description!(
-        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
-    );
-    at.to_offset(time::UtcOffset::UTC).format(FORMAT).unwrap_or_default()
 }
 
 /// Copies a record's key-values into a JSON line, each as its own JSON type; a key whose
@@ -149,15 +153,19 @@ impl<'v> log::kv::VisitValue<'v> for Json {
 
 #[cfg(test)]
 mod tests {
-    use super::{panic_line, timestamp};
-    use time::macros::datetime;
+    use super::{line_of, panic_line};
 
     #[test]
     fn a_timestamp_always_has_three_fraction_digits() {
-        assert_eq!(timestamp(datetime!(2026-11-27 15:04:55.83 UTC)), "2026-11-27T15:04:55.830Z");
-        assert_eq!(timestamp(datetime!(2026-11-27 15:04:55 UTC)), "2026-11-27T15:04:55.000Z");
-        assert_eq!(timestamp(datetime!(2026-11-27 15:04:55.999_999 UTC)), "2026-11-27T15:04:55.999Z");
-        assert_eq!(timestamp(datetime!(2026-11-27 16:04:55.5 +01:00)), "2026-11-27T15:04:55.500Z");
+        for _ in 0..50 {
+            let line: serde_json::Value =
+                serde_json::from_str(&line_of(log::Level::Info, "t", "m", &[])).unwrap();
+            let timestamp = line["timestamp"].as_str().expect("a timestamp");
+            assert!(
+                timestamp.len() == 24 && timestamp.as_bytes()[19] == b'.' && timestamp.ends_with('Z'),
+                "{timestamp}"
+            );
+        }
     }
 
     #[test]

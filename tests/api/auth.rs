@@ -1,7 +1,7 @@
 //! Authentication and authorisation: bearer tokens, memberships, administrators, and
 //! refresh-token rotation with reuse detection.
 
-use crate::support::{ADMIN, MEMBER, OUTSIDER, spawn_app};
+use crate::support::{ADMIN, MEMBER, OUTSIDER, TestApp, TestResponse, spawn_app};
 use serde_json::json;
 use std::time::Duration;
 use wpds_storage::auth::TokenLifetimes;
@@ -11,6 +11,11 @@ const RETIRE: &str = "/admin/api/global-companies/204/retire";
 
 fn cell() -> serde_json::Value {
     json!({"projectId": "7", "date": "2026-11-20", "hours": "7.5", "expectedVersion": 1})
+}
+
+/// `refreshToken` with `token`, as a client sends it (no bearer token).
+fn refresh(app: &TestApp, token: &str) -> TestResponse {
+    app.request("POST", "/v1/auth/refresh").anonymous().json(&json!({"refreshToken": token})).send()
 }
 
 #[test]
@@ -83,11 +88,7 @@ fn a_non_administrator_is_refused_on_the_admin_api() {
 fn refresh_rotates_the_pair_and_the_new_access_token_works() {
     let app = spawn_app();
     let first = app.tokens_for(MEMBER);
-    let response = app
-        .request("POST", "/v1/auth/refresh")
-        .anonymous()
-        .json(&json!({"refreshToken": first.refresh_token}))
-        .send();
+    let response = refresh(&app, &first.refresh_token);
     assert_eq!(response.status, 200);
     let pair = response.json();
     assert_eq!(pair["tokenType"], "Bearer");
@@ -105,11 +106,7 @@ fn an_answer_carrying_tokens_may_not_be_stored_by_any_cache() {
     let first = app.tokens_for(MEMBER);
 
     // Act: refresh it.
-    let response = app
-        .request("POST", "/v1/auth/refresh")
-        .anonymous()
-        .json(&json!({"refreshToken": first.refresh_token}))
-        .send();
+    let response = refresh(&app, &first.refresh_token);
 
     // Assert: RFC 6749 section 5.1's fields, as the document declares them.
     assert_eq!(response.status, 200);
@@ -121,15 +118,12 @@ fn an_answer_carrying_tokens_may_not_be_stored_by_any_cache() {
 fn a_spent_refresh_token_revokes_every_token_of_its_login() {
     let app = spawn_app();
     let first = app.tokens_for(MEMBER);
-    let refresh = |token: &str| {
-        app.request("POST", "/v1/auth/refresh").anonymous().json(&json!({"refreshToken": token})).send()
-    };
-    let second = refresh(&first.refresh_token).json();
+    let second = refresh(&app, &first.refresh_token).json();
     let (access, next_refresh) =
         (second["accessToken"].as_str().unwrap(), second["refreshToken"].as_str().unwrap());
     assert_eq!(app.request("PUT", CELLS).bearer(access).json(&cell()).send().status, 200);
 
-    let reuse = refresh(&first.refresh_token);
+    let reuse = refresh(&app, &first.refresh_token);
     assert_eq!(reuse.status, 401);
     assert_eq!(reuse.json()["code"], "invalid_grant");
     assert_eq!(reuse.header("www-authenticate"), Some("Bearer error=\"invalid_token\""));
@@ -139,9 +133,9 @@ fn a_spent_refresh_token_revokes_every_token_of_its_login() {
         401,
         "the login's access token is revoked"
     );
-    assert_eq!(refresh(next_refresh).status, 401, "the login's newest refresh token is revoked");
+    assert_eq!(refresh(&app, next_refresh).status, 401, "the login's newest refresh token is revoked");
     let other_login = app.tokens_for(MEMBER);
-    assert_eq!(refresh(&other_login.refresh_token).status, 200, "other logins are untouched");
+    assert_eq!(refresh(&app, &other_login.refresh_token).status, 200, "other logins are untouched");
 }
 
 #[test]
@@ -150,8 +144,7 @@ fn unknown_and_expired_refresh_tokens_are_the_same_invalid_grant() {
     let expired =
         app.tokens_with(MEMBER, TokenLifetimes { access: Duration::from_secs(60), refresh: Duration::ZERO });
     for token in ["rt_unknown", expired.refresh_token.as_str(), expired.access_token.as_str()] {
-        let response =
-            app.request("POST", "/v1/auth/refresh").anonymous().json(&json!({"refreshToken": token})).send();
+        let response = refresh(&app, token);
         assert_eq!(response.status, 401, "{token}");
         assert_eq!(response.json()["code"], "invalid_grant");
         assert_eq!(response.json()["detail"], "The refresh token is not valid.");

@@ -140,11 +140,12 @@ pub(super) enum Mode {
 /// The workspaces and users in the database that the file does not have, as problems.
 macro_rules! foreign_records {
     ($conn:ident, $plan:expr) => {{
-        let ours = |ids: Vec<i64>, mine: &[i64]| ids.into_iter().filter(|id| !mine.contains(id)).collect::<Vec<_>>();
+        let not_in =
+            |ids: Vec<i64>, file: &[i64]| ids.into_iter().filter(|id| !file.contains(id)).collect::<Vec<_>>();
         let file_workspaces: Vec<i64> = $plan.workspaces.iter().map(|w| w.value.id).collect();
         let file_users: Vec<i64> = $plan.users.iter().map(|u| u.value.id).collect();
-        let workspaces = ours(workspaces::table.select(workspaces::id).load($conn)?, &file_workspaces);
-        let users = ours(users::table.select(users::id).load($conn)?, &file_users);
+        let workspaces = not_in(workspaces::table.select(workspaces::id).load($conn)?, &file_workspaces);
+        let users = not_in(users::table.select(users::id).load($conn)?, &file_users);
         let mut problems = Vec::new();
         for (kind, ids) in [("workspace", workspaces), ("user", users)] {
             if let Some(first) = ids.first() {
