@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 use wpds_storage::auth::TokenLifetimes;
-use wpds_storage::{DbConfig, Engine, SqliteSynchronous};
+use wpds_storage::{DbConfig, Engine, Pooler, SqliteSynchronous};
 
 /// How to reach the database (every command that touches it takes these).
 #[derive(Debug, Clone, clap::Args)]
@@ -29,6 +29,31 @@ pub struct DatabaseArgs {
     /// roll back the last acknowledged writes (a process crash loses nothing either way).
     #[arg(long, env = "WPDS_SQLITE_SYNCHRONOUS", value_enum, default_value_t = Synchronous::Full)]
     pub sqlite_synchronous: Synchronous,
+
+    /// What stands between the server and PostgreSQL: `none` (also a pooler in session
+    /// mode), or `transaction` for a pooler that lends a server connection per transaction
+    /// (PgBouncer's `pool_mode = transaction`): then no statement stays prepared, timeouts
+    /// are set per transaction, and single statements do not pipeline.
+    #[arg(long, env = "WPDS_PG_POOLER", value_enum, default_value_t = PgPooler::None)]
+    pub pg_pooler: PgPooler,
+}
+
+/// The values of `WPDS_PG_POOLER`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PgPooler {
+    /// PostgreSQL itself, or a pooler in session mode.
+    None,
+    /// A pooler in transaction mode.
+    Transaction,
+}
+
+impl From<PgPooler> for Pooler {
+    fn from(value: PgPooler) -> Self {
+        match value {
+            PgPooler::None => Pooler::None,
+            PgPooler::Transaction => Pooler::Transaction,
+        }
+    }
 }
 
 /// The values of `WPDS_SQLITE_SYNCHRONOUS`.
@@ -57,6 +82,7 @@ impl DatabaseArgs {
             pool_size: self.db_pool_size,
             timeout: Duration::from_millis(self.db_timeout_ms),
             sqlite_synchronous: self.sqlite_synchronous.into(),
+            pooler: self.pg_pooler.into(),
         };
         if config.pool_size == 0 {
             config.pool_size = match config.engine() {
@@ -127,6 +153,13 @@ pub struct ServeConfig {
     /// listener and lets in-flight requests finish; 0 stops accepting at once.
     #[arg(long, env = "WPDS_DRAIN_SECONDS", default_value_t = 0)]
     pub drain_seconds: u64,
+
+    /// Seconds `serve` waits for PostgreSQL when it is unreachable at start-up: it serves
+    /// meanwhile (`/healthz` 200, `/readyz` and operations 503), tries again with backoff,
+    /// migrates once it is reached, and exits 1 if it is not reached in time; 0 exits at
+    /// once. (SQLite, `--demo` and the other commands never wait.)
+    #[arg(long, env = "WPDS_DB_WAIT_SECONDS", default_value_t = 60)]
+    pub db_wait_seconds: u64,
 
     /// Requests per one-minute window each user may make (every token of the user counts
     /// together), and each client address for refreshes and requests without a usable
@@ -204,6 +237,7 @@ impl ServeConfig {
                 db_pool_size: 0,
                 db_timeout_ms: 1500,
                 sqlite_synchronous: Synchronous::Full,
+                pg_pooler: PgPooler::None,
             },
             tokens: TokenArgs { access_token_ttl: 900, refresh_token_ttl: 2_592_000 },
             log: "info".to_owned(),
@@ -211,6 +245,7 @@ impl ServeConfig {
             workers: 2,
             shutdown_timeout: 30,
             drain_seconds: 0,
+            db_wait_seconds: 60,
             rate_limit_per_minute: 0,
             trusted_proxies: Vec::new(),
             auth_cache_ttl_ms: 5000,

@@ -189,15 +189,17 @@ fn serve(mut config: ServeConfig, settings: &[String]) -> Result<(), String> {
     if config.demo {
         config.tokens.access_token_ttl = DEMO_ACCESS_TTL;
     }
-    let mut db = open(&config.database)?;
+    let db_config = config.database.db_config();
+    let wait = std::time::Duration::from_secs(config.db_wait_seconds);
+    let waits = db_config.engine() == wpds_storage::Engine::Postgres && !config.demo && !wait.is_zero();
+    let mut db =
+        if waits { Database::build(&db_config).map_err(|e| e.to_string())? } else { open(&config.database)? };
     // On PostgreSQL single statements pipeline on shared connections, the pool's size
     // spread over the workers (each worker drives its own).
     let workers = wpds::server::worker_count(&config);
     let pool_size = config.database.db_config().pool_size as usize;
     if let Err(why) = db.share_statements(pool_size.div_ceil(workers)) {
-        log::warn!(
-            "single statements run on the blocking pool: the database URL is not one tokio-postgres reads as libpq does ({why})"
-        );
+        log::warn!("single statements run on the blocking pool: {why}");
     }
     log::info!(
         "wpds {} (contract {}) on {}; settings not at their default: {}",
@@ -251,25 +253,63 @@ fn serve(mut config: ServeConfig, settings: &[String]) -> Result<(), String> {
     observe_writer(&state);
     let draining = Arc::clone(&state.draining);
     let drain = std::time::Duration::from_secs(config.drain_seconds);
-    actix_web::rt::System::new()
-        .block_on(async move {
-            let server = wpds::server::start(&config, state, listener)?;
-            let mut handles = vec![server.handle()];
-            if let Some((metrics, listener)) = metrics_listener {
-                let at = listener.local_addr()?;
-                let metrics_server = wpds::server::start_metrics(metrics, listener)?;
-                handles.push(metrics_server.handle());
-                actix_web::rt::spawn(metrics_server);
-                log::info!("metrics at http://{at}/metrics");
+    let unreached = waits.then(|| reach_in_background(Arc::clone(&state.db), wait));
+    let failed = |e: std::io::Error| format!("server failed: {e}");
+    let outcome = actix_web::rt::System::new().block_on(async move {
+        let server = wpds::server::start(&config, state, listener).map_err(failed)?;
+        let api = server.handle();
+        let mut handles = vec![server.handle()];
+        if let Some((metrics, listener)) = metrics_listener {
+            let at = listener.local_addr().map_err(failed)?;
+            let metrics_server = wpds::server::start_metrics(metrics, listener).map_err(failed)?;
+            handles.push(metrics_server.handle());
+            actix_web::rt::spawn(metrics_server);
+            log::info!("metrics at http://{at}/metrics");
+        }
+        actix_web::rt::spawn(wpds::server::stop_on_signal(handles, draining, drain));
+        log::info!("listening on {bound} (Swagger UI at http://{address}/docs/)");
+        let Some(unreached) = unreached else { return server.await.map_err(failed) };
+        match futures_util::future::select(server, unreached).await {
+            futures_util::future::Either::Left((served, _)) => served.map_err(failed),
+            // The sender is dropped once the database was reached.
+            futures_util::future::Either::Right((Err(_), server)) => server.await.map_err(failed),
+            // The server's future runs its stop: dropped, the stop would never complete.
+            futures_util::future::Either::Right((Ok(why), server)) => {
+                let stopped = api.stop(false);
+                let _ = server.await;
+                stopped.await;
+                Err(why)
             }
-            actix_web::rt::spawn(wpds::server::stop_on_signal(handles, draining, drain));
-            log::info!("listening on {bound} (Swagger UI at http://{address}/docs/)");
-            server.await
-        })
-        .map_err(|e| format!("server failed: {e}"))?;
+        }
+    });
     wpds::telemetry::shutdown();
+    outcome?;
     log::info!("stopped");
     Ok(())
+}
+
+/// Reaches PostgreSQL on a thread of its own, trying again for at most `wait`
+/// ([`Database::reach_within`]) while the server answers `/readyz` 503. The receiver gets
+/// why the server must stop if the database was not reached (its sender is dropped once it
+/// was).
+fn reach_in_background(
+    db: Arc<Database>,
+    wait: std::time::Duration,
+) -> tokio::sync::oneshot::Receiver<String> {
+    let (unreached, receiver) = tokio::sync::oneshot::channel();
+    let reaching = move || match db.reach_within(wait) {
+        Ok(applied) => log::info!("the database is reached; migrations applied: {}", applied.len()),
+        Err(e) => {
+            let _ = unreached.send(format!(
+                "the database was not reached within {} s of start-up (WPDS_DB_WAIT_SECONDS): {e}",
+                wait.as_secs()
+            ));
+        }
+    };
+    if let Err(e) = std::thread::Builder::new().name("wpds-db-start".to_owned()).spawn(reaching) {
+        log::error!("cannot start the thread that reaches the database: {e}");
+    }
+    receiver
 }
 
 /// `wpds healthcheck`: one `GET` over a plain TCP connection (the image has no curl),

@@ -155,7 +155,7 @@ impl Metrics {
             )
             .expect("a valid metric"),
         );
-        let shared = db.shared().map(|_| SharedGauges {
+        let shared = db.shares_statements().then(|| SharedGauges {
             connections: registered(
                 &registry,
                 IntGaugeVec::new(

@@ -32,6 +32,7 @@ pub fn start(
         compress: config.compression,
         access_log: access_log::enabled(),
         metrics: state.metrics.clone(),
+        draining: state.draining.clone(),
     };
     let cors_origins = config.cors_origins.clone();
     let mut server = HttpServer::new(move || {

@@ -76,19 +76,12 @@ impl AppState {
         self.within_budget(|budget| async move {
             let deadline = Instant::now() + budget;
             let call = actix_web::web::block(move || {
-                let checkout = Instant::now();
-                let left = deadline.saturating_duration_since(checkout);
-                let (mut conn, shortened) = db.conn_within(left)?;
-                if let Some(metrics) = &metrics {
-                    metrics.pool_wait.observe(checkout.elapsed().as_secs_f64());
-                }
-                let result = work(&mut conn);
-                // A failure in the database, or in putting the lock wait back, means the
-                // connection may be broken: release closes it.
-                let failed = matches!(result, Err(StoreError::Unavailable(_) | StoreError::Internal(_)))
-                    || (shortened && db.restore_lock_wait(&mut conn).is_err());
-                db.release(conn, failed, Instant::now() > deadline);
-                result
+                let waited = |wait: Duration| {
+                    if let Some(metrics) = &metrics {
+                        metrics.pool_wait.observe(wait.as_secs_f64());
+                    }
+                };
+                db.run_until(deadline, waited, work)
             });
             let call = crate::telemetry::in_span(crate::telemetry::database(engine, false), call);
             match tokio::time::timeout_at(deadline.into(), call).await {

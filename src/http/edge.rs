@@ -1,8 +1,9 @@
 //! The one middleware every request and response passes through: the request id is
 //! assigned and the response encoding negotiated on the way in; on the way out a bare
 //! error answer becomes a problem, the `X-Request-Id` and security headers are set, the
-//! access line is written ([`access_log`]) and the body is compressed when it is worth it
-//! (see [`compress`]).
+//! access line is written ([`access_log`]), the body is compressed when it is worth it
+//! (see [`compress`]), and while the server drains the connection is closed after the
+//! answer.
 //!
 //! One middleware, not five: each actix-web middleware costs every request a boxed future
 //! and a service call, and these always run together, in this order.
@@ -13,6 +14,7 @@ use crate::telemetry;
 use actix_web::HttpMessage;
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::ConnectionType;
 use actix_web::middleware::Next;
 
 /// What the edge does beyond what it always does.
@@ -24,6 +26,12 @@ pub struct Edge {
     pub access_log: bool,
     /// The request metrics, when they are served.
     pub metrics: Option<std::sync::Arc<crate::metrics::Metrics>>,
+    /// Set once the server was told to stop ([`crate::state::AppState::draining`]): from
+    /// then on every answer carries `Connection: close` and ends its connection, so a
+    /// keep-alive client (a load balancer's pooled connection) opens its next one, which the
+    /// balancer sends to an instance still in rotation, instead of keeping this one until
+    /// the listener closes.
+    pub draining: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Edge {
@@ -65,7 +73,11 @@ impl Edge {
         if self.access_log {
             access_log::write(&response, started.elapsed(), &id);
         }
-        Ok(if self.compress { compress::encode(response, encoding) } else { response })
+        let mut response = if self.compress { compress::encode(response, encoding) } else { response };
+        if self.draining.load(std::sync::atomic::Ordering::Relaxed) {
+            response.response_mut().head_mut().set_connection_type(ConnectionType::Close);
+        }
+        Ok(response)
     }
 }
 

@@ -30,6 +30,5 @@ mod problem_snapshots;
 mod published_document;
 mod receipts;
 mod request_validation;
-mod status_coverage;
 mod support;
 mod time_log;

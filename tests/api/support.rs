@@ -93,6 +93,7 @@ pub fn spawn_app_with(options: Options) -> TestApp {
         pool_size: 4,
         timeout: options.db_timeout,
         sqlite_synchronous: Default::default(),
+        pooler: crate::database::pooler(),
     })
     .expect("the test database opens");
     wpds_storage::seed::load(&mut db.conn().expect("a connection"), FIXTURE).expect("the demo fixture loads");

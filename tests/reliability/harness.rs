@@ -7,7 +7,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The server binary Cargo built for this test target.
-const WPDS: &str = env!("CARGO_BIN_EXE_wpds");
+/// The `wpds` binary Cargo built for the tests.
+pub const WPDS: &str = env!("CARGO_BIN_EXE_wpds");
 /// The demo fixture: user 5 is a member of workspace 1, which has project 7.
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/demo.json");
 /// The demo member whose own time-log cells the tests write.
@@ -40,6 +41,13 @@ pub fn issue_pair(database_url: &str) -> (String, String) {
     (token("accessToken"), token("refreshToken"))
 }
 
+/// Loads the demo fixture into the database at `database_url` with `wpds seed` (migrating
+/// it) and returns an access token of the demo member (user 5), as an operator would.
+pub fn seed(database_url: &str) -> String {
+    wpds(database_url, &["seed", FIXTURE]);
+    issue_pair(database_url).0
+}
+
 /// A fresh database loaded with the demo fixture, and an access token of user 5.
 pub struct Seeded {
     /// The database; dropped (removed) with this value.
@@ -52,9 +60,25 @@ impl Seeded {
     /// Creates the database, loads the fixture with `wpds seed` and issues a token with
     /// `wpds token issue`, as an operator would.
     pub fn new() -> Self {
-        let database = TestDatabase::fresh();
-        wpds(&database.url, &["seed", FIXTURE]);
-        let (token, _) = issue_pair(&database.url);
+        Self::on(TestDatabase::fresh())
+    }
+
+    /// As [`Seeded::new`], on PostgreSQL: for a test ignored unless run with
+    /// `--include-ignored` ([`TestDatabase::postgres`]).
+    pub fn postgres() -> Self {
+        Self::on(TestDatabase::postgres())
+    }
+
+    /// As [`Seeded::new`], on SQLite whatever the run's engine: for a test of SQLite alone,
+    /// or of no database, named `…sqlite_only` (see `tests/common/database.rs`).
+    pub fn sqlite() -> Self {
+        Self::on(TestDatabase::sqlite())
+    }
+
+    /// Loads the demo fixture into `database` (migrating it, as `wpds seed` does) and
+    /// issues a token.
+    pub fn on(database: TestDatabase) -> Self {
+        let token = seed(&database.url);
         Seeded { database, token }
     }
 

@@ -15,6 +15,8 @@ mod black_hole;
 mod crash;
 #[path = "../common/database.rs"]
 mod database;
+mod database_away;
+mod failover;
 mod flood;
 mod harness;
 mod lost_updates;
@@ -23,5 +25,6 @@ mod proxy;
 mod rate_limits;
 mod read_only;
 mod revocation;
+mod rolling;
 mod shutdown;
 mod storage_faults;

@@ -8,12 +8,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 const RECEIPTS: &str = "/v1/workspaces/1/projects/7/sync-updates/commercial-receipts";
 
 #[test]
+#[ignore = "needs PostgreSQL: run with TEST_DATABASE_URL=postgres://… and --include-ignored"]
 fn two_instances_on_postgresql_together_admit_the_limit_once() {
-    let seeded = Seeded::new();
-    if !seeded.is_postgres() {
-        eprintln!("rate limits: one SQLite instance counts in memory; nothing shared to test");
-        return;
-    }
+    let seeded = Seeded::postgres();
     // Arrange: two processes, a limit of 4 per minute; not within 10 s of a window's end,
     // so every request falls in one window.
     let settings = [("WPDS_RATE_LIMIT_PER_MINUTE", "4")];

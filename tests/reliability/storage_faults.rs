@@ -63,11 +63,6 @@ fn unprivileged_launch(database: &Path) -> Result<Vec<String>, String> {
         .to_vec())
 }
 
-/// Whether the tests run on PostgreSQL (asked before a database is made for nothing).
-fn on_postgres() -> bool {
-    std::env::var("TEST_DATABASE_URL").is_ok_and(|url| url.starts_with("postgres"))
-}
-
 /// A 503 `unavailable` with a `Retry-After` of at least 1 s.
 fn assert_unavailable(answer: &Answer) {
     assert_eq!((answer.status, answer.body["code"].as_str()), (503, Some("unavailable")), "{}", answer.body);
@@ -76,13 +71,9 @@ fn assert_unavailable(answer: &Answer) {
 }
 
 #[test]
-fn a_read_only_database_file_answers_503_and_writes_recover_without_a_restart() {
+fn a_read_only_database_file_answers_503_and_writes_recover_without_a_restart_sqlite_only() {
     // Arrange: a server that has not written yet, for which the file's mode binds.
-    if on_postgres() {
-        eprintln!("skipped: the SQLite writer's recovery from a read-only file is SQLite's alone");
-        return;
-    }
-    let seeded = Seeded::new();
+    let seeded = Seeded::sqlite();
     let path = PathBuf::from(seeded.database.url.trim_start_matches("sqlite://"));
     let launch = match unprivileged_launch(&path) {
         Ok(launch) => launch,
@@ -172,14 +163,10 @@ fn fill(path: &Path) {
 }
 
 #[test]
-fn a_full_disk_answers_503_and_writes_recover_once_space_is_freed_without_a_restart() {
+fn a_full_disk_answers_503_and_writes_recover_once_space_is_freed_without_a_restart_sqlite_only() {
     // Arrange: the seeded database, checkpointed into its one file, copied onto an 8 MiB
     // tmpfs that only the server's mount namespace has.
-    if on_postgres() {
-        eprintln!("skipped: the SQLite writer's recovery from a full disk is SQLite's alone");
-        return;
-    }
-    let seeded = Seeded::new();
+    let seeded = Seeded::sqlite();
     let source = PathBuf::from(seeded.database.url.trim_start_matches("sqlite://"));
     let mount =
         MountPoint(std::env::temp_dir().join(format!("wpds-full-disk-{}", uuid::Uuid::new_v4().simple())));

@@ -10,6 +10,13 @@
 //! On PostgreSQL the server also asks for shared connections ([`Database::share_statements`],
 //! [`crate::shared_pg`]) on which single statements pipeline.
 //!
+//! Behind a pooler that multiplexes transactions (PgBouncer's `pool_mode = transaction`,
+//! [`Pooler::Transaction`]) a server connection is this server's only for one transaction,
+//! so nothing relies on a session: statements are not kept prepared (diesel sends unnamed
+//! ones), no setting is made for a session (each unit of work is one transaction that
+//! begins with `SET LOCAL` of its timeouts), no shared connections (diesel-async always
+//! prepares named statements), and migrations take a transaction's advisory lock.
+//!
 //! On SQLite a [`Writer`] thread, with a connection of its own, runs the writes the server
 //! hands it ([`Database::writer`]) in batches; the pool serves reads (see
 //! [`crate::writer`]).
@@ -20,8 +27,10 @@ use crate::lock_wait::{budget_spent, set_lock_wait, shortens};
 use crate::network::with_network_timeouts;
 use crate::shared_pg::SharedPg;
 use crate::suspicion::Suspicion;
+use crate::throttled_log::{ThrottledLog, one_line};
 use crate::writer::{Writer, WriterPool};
 use diesel::Connection;
+use diesel::connection::CacheSize;
 use diesel::connection::SimpleConnection;
 use diesel::pg::PgConnection;
 use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool};
@@ -29,11 +38,18 @@ use diesel::sqlite::SqliteConnection;
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 use scheduled_thread_pool::ScheduledThreadPool;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// The PostgreSQL advisory lock held while migrating (any constant the service uses for
 /// nothing else: "wpds" in ASCII).
 const MIGRATION_LOCK: i64 = 0x7770_6473;
+
+/// The longest a migration waits for a lock: the migration lock (another instance is
+/// migrating) or a table's (instances of the previous release still serve during a rolling
+/// upgrade). A request's timeout would fail a start-up behind one slow write; no bound at all
+/// would hang it behind a forgotten transaction.
+const MIGRATION_LOCK_WAIT: Duration = Duration::from_secs(60);
 
 const SQLITE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations/sqlite");
 const POSTGRES_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations/postgres");
@@ -59,6 +75,22 @@ pub struct DbConfig {
     pub timeout: Duration,
     /// How SQLite commits (ignored on PostgreSQL).
     pub sqlite_synchronous: SqliteSynchronous,
+    /// What stands between the server and PostgreSQL (ignored on SQLite).
+    pub pooler: Pooler,
+}
+
+/// What stands between the server and PostgreSQL: what a connection of the pool may rely on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Pooler {
+    /// Nothing, or a pooler that gives the server a connection for as long as it keeps its
+    /// own (PgBouncer's `pool_mode = session`): sessions are the server's, so statements stay
+    /// prepared and the timeouts are set once per connection.
+    #[default]
+    None,
+    /// A pooler that lends a server connection for one transaction at a time (PgBouncer's
+    /// `pool_mode = transaction`): nothing may outlive a transaction (see the module
+    /// documentation).
+    Transaction,
 }
 
 /// SQLite's `synchronous` setting: what a commit waits for before it counts as done.
@@ -114,6 +146,9 @@ pub struct Database {
     url: String,
     timeout: Duration,
     writer: Option<Writer>,
+    pooler: Pooler,
+    /// Whether the database was reached and migrated: until then no work runs.
+    ready: AtomicBool,
     /// Whether a connection failed recently (see [`Database::release`]).
     suspicion: Arc<Suspicion>,
     /// On PostgreSQL, the shared connections single statements pipeline on, once the server
@@ -135,28 +170,53 @@ impl CustomizeConnection<SqliteConnection, diesel::r2d2::Error> for SqlitePragma
 }
 
 #[derive(Debug)]
-struct PostgresTimeouts {
+struct PostgresSession {
     timeout: Duration,
+    pooler: Pooler,
 }
 
-impl CustomizeConnection<PgConnection, diesel::r2d2::Error> for PostgresTimeouts {
+impl CustomizeConnection<PgConnection, diesel::r2d2::Error> for PostgresSession {
     fn on_acquire(&self, conn: &mut PgConnection) -> Result<(), diesel::r2d2::Error> {
-        // A row lock held elsewhere must not make a request wait without bound: after the
-        // timeout the statement fails and the request answers 503, like SQLite's
-        // busy_timeout. Nor may a statement that runs long (a slow server, a plan gone
-        // wrong) hold its connection and its locks past any request's budget: a reachable
-        // server cancels it, and the request answers 503 too.
-        let millis = self.timeout.as_millis();
-        conn.batch_execute(&format!("SET lock_timeout = {millis}; SET statement_timeout = {millis}"))
-            .map_err(diesel::r2d2::Error::QueryError)
+        match self.pooler {
+            // A row lock held elsewhere must not make a request wait without bound: after
+            // the timeout the statement fails and the request answers 503, like SQLite's
+            // busy_timeout. Nor may a statement that runs long (a slow server, a plan gone
+            // wrong) hold its connection and its locks past any request's budget: a
+            // reachable server cancels it, and the request answers 503 too.
+            Pooler::None => conn
+                .batch_execute(&timeouts_sql("SET", self.timeout, self.timeout))
+                .map_err(diesel::r2d2::Error::QueryError),
+            // The same timeouts come with each transaction ([`Database::run_until`]); a
+            // statement prepared under a name would be missing, or another's, on the next
+            // server connection.
+            Pooler::Transaction => {
+                conn.set_prepared_statement_cache_size(CacheSize::Disabled);
+                Ok(())
+            }
+        }
     }
+}
+
+/// `SET` (or `SET LOCAL`) of a PostgreSQL connection's statement and lock timeouts, in
+/// milliseconds (a lock wait of at least 1 ms: 0 would mean "forever").
+fn timeouts_sql(set: &str, statement: Duration, lock: Duration) -> String {
+    format!(
+        "{set} statement_timeout = {}; {set} lock_timeout = {}",
+        statement.as_millis(),
+        lock.as_millis().max(1)
+    )
 }
 
 /// A pool builder for SQLite connections with the server's pragmas.
 fn sqlite_pool_builder(config: &DbConfig) -> diesel::r2d2::Builder<ConnectionManager<SqliteConnection>> {
-    Pool::builder().connection_timeout(config.timeout).test_on_check_out(false).connection_customizer(
-        Box::new(SqlitePragmas { busy_timeout: config.timeout, synchronous: config.sqlite_synchronous }),
-    )
+    Pool::builder()
+        .connection_timeout(config.timeout)
+        .test_on_check_out(false)
+        .error_handler(Box::new(ThrottledLog::default()))
+        .connection_customizer(Box::new(SqlitePragmas {
+            busy_timeout: config.timeout,
+            synchronous: config.sqlite_synchronous,
+        }))
 }
 
 /// What builds the [`Writer`]'s pool: one connection to `path`, opened on the first write,
@@ -200,13 +260,24 @@ impl Database {
     /// Connects (reporting the real cause of a failure), builds the pool and applies any
     /// pending migrations.
     pub fn open(config: &DbConfig) -> Result<Self, StoreError> {
-        let database = Self::connect(config)?;
-        database.migrate()?;
+        let database = Self::build(config)?;
+        database.reach()?;
         Ok(database)
     }
 
     /// Connects and builds the pool without migrating.
     pub fn connect(config: &DbConfig) -> Result<Self, StoreError> {
+        let database = Self::build(config)?;
+        database.probe()?;
+        database.ready.store(true, Ordering::Relaxed);
+        Ok(database)
+    }
+
+    /// Builds the pools without reaching PostgreSQL (SQLite's file is opened, and a failure
+    /// to open it reported): the database serves no work ([`Database::run_until`] answers
+    /// `Unavailable`) until [`Database::reach`] has connected and migrated, so a server can
+    /// start, and say it is not ready, while PostgreSQL is away.
+    pub fn build(config: &DbConfig) -> Result<Self, StoreError> {
         let engine = config.engine();
         let mut writer = None;
         let pools = match engine {
@@ -223,16 +294,19 @@ impl Database {
                 Pools::Sqlite(readers.build_unchecked(ConnectionManager::new(path)))
             }
             Engine::Postgres => {
-                let url = with_network_timeouts(&config.url, config.timeout);
-                PgConnection::establish(&url).map_err(|e| {
-                    StoreError::Unavailable(format!("cannot connect to PostgreSQL: {}", e.to_string().trim()))
-                })?;
                 let pool = Pool::builder()
                     .max_size(config.pool_size.max(1))
                     .connection_timeout(config.timeout)
                     .test_on_check_out(false)
-                    .connection_customizer(Box::new(PostgresTimeouts { timeout: config.timeout }))
-                    .build_unchecked(ConnectionManager::new(url));
+                    .error_handler(Box::new(ThrottledLog::default()))
+                    .connection_customizer(Box::new(PostgresSession {
+                        timeout: config.timeout,
+                        pooler: config.pooler,
+                    }))
+                    .build_unchecked(ConnectionManager::new(with_network_timeouts(
+                        &config.url,
+                        config.timeout,
+                    )));
                 Pools::Postgres(pool)
             }
         };
@@ -242,9 +316,65 @@ impl Database {
             url: config.url.clone(),
             timeout: config.timeout,
             writer,
+            pooler: match engine {
+                Engine::Sqlite => Pooler::None,
+                Engine::Postgres => config.pooler,
+            },
+            ready: AtomicBool::new(false),
             suspicion: Default::default(),
             shared: None,
         })
+    }
+
+    /// Connects once directly, so an unreachable server or a bad URL is reported with its
+    /// real cause instead of after r2d2's retries (nothing to do on SQLite: [`Database::build`]
+    /// opened its file).
+    fn probe(&self) -> Result<(), StoreError> {
+        if self.engine == Engine::Postgres {
+            PgConnection::establish(&with_network_timeouts(&self.url, self.timeout)).map_err(|e| {
+                StoreError::Unavailable(format!("cannot connect to PostgreSQL: {}", one_line(&e.to_string())))
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Connects and applies pending migrations; from then on the database serves work.
+    /// Returns the versions applied.
+    pub fn reach(&self) -> Result<Vec<String>, StoreError> {
+        self.probe()?;
+        let applied = self.migrate()?;
+        self.ready.store(true, Ordering::Relaxed);
+        Ok(applied)
+    }
+
+    /// [`Database::reach`], tried again and again (after 0.25 s, then twice as long each
+    /// time up to 5 s) while the database is unavailable, for at most `wait`; each failure
+    /// logged at most every few seconds ([`ThrottledLog`]). The error is the last attempt's.
+    pub fn reach_within(&self, wait: Duration) -> Result<Vec<String>, StoreError> {
+        let deadline = Instant::now() + wait;
+        let (log, mut pause) = (ThrottledLog::default(), Duration::from_millis(250));
+        loop {
+            match self.reach() {
+                Err(StoreError::Unavailable(why)) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Err(StoreError::Unavailable(why));
+                    }
+                    log.error(
+                        &format!("the database is not reachable; trying again for {} s more", left.as_secs()),
+                        &why,
+                    );
+                    std::thread::sleep(pause.min(left));
+                    pause = (pause * 2).min(Duration::from_secs(5));
+                }
+                outcome => return outcome,
+            }
+        }
+    }
+
+    /// Whether the database was reached and migrated ([`Database::reach`]).
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Relaxed)
     }
 
     /// The SQLite writer thread, through which the server runs its writes; `None` on
@@ -273,21 +403,49 @@ impl Database {
         self.timeout
     }
 
-    /// A connection for work that may wait for the database at most `budget` in all: the
-    /// checkout waits at most `budget`, and when less than the configured timeout (minus
-    /// [`LOCK_WAIT_SLACK`]) is left after it, the connection's lock wait (SQLite
-    /// `busy_timeout`, PostgreSQL `lock_timeout`) is shortened to what is left. The flag says
-    /// it was shortened: pass the connection to [`Database::restore_lock_wait`] before
-    /// returning it to the pool. While the pool is suspect (a connection failed within the
-    /// last 30 s, [`crate::suspicion`]), each connection is verified with a trivial statement first and
-    /// a dead one is closed and replaced. `Unavailable` when the budget is spent or no
-    /// working connection comes in time.
-    pub fn conn_within(&self, budget: Duration) -> Result<(DbConn, bool), StoreError> {
-        if budget.is_zero() {
-            return Err(budget_spent());
+    /// Runs `work` on a pooled connection, waiting for the database until `deadline` at most
+    /// in all: the checkout waits at most until then (`waited` is told how long it took),
+    /// and when less than the configured timeout (minus [`crate::lock_wait::LOCK_WAIT_SLACK`]) is
+    /// left after it, the work's lock waits (SQLite `busy_timeout`, PostgreSQL `lock_timeout`) are
+    /// shortened to what is left. Behind a transaction pooler the work is one transaction
+    /// that begins with its timeouts (`SET LOCAL`); elsewhere it runs as it is (a write opens
+    /// its own transaction, [`crate::db_write!`]). `Unavailable` when the deadline passes
+    /// or no working connection comes in time.
+    ///
+    /// A connection whose work failed in the database, or that finished after `deadline`
+    /// (its state is not known), is closed instead of going back to the pool
+    /// ([`Database::release`]).
+    pub fn run_until<T>(
+        &self,
+        deadline: Instant,
+        waited: impl FnOnce(Duration),
+        work: impl FnOnce(&mut DbConn) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        if !self.is_ready() {
+            return Err(StoreError::Unavailable(
+                "the database has not been reached since start-up".to_owned(),
+            ));
         }
+        let checkout = Instant::now();
+        let mut conn = self.checkout(deadline.saturating_duration_since(checkout))?;
+        waited(checkout.elapsed());
+        let left = deadline.saturating_duration_since(Instant::now());
+        let lock_wait = if shortens(left, self.timeout) { left } else { self.timeout };
+        let (result, healthy) = match self.pooler {
+            Pooler::None => self.with_lock_wait(&mut conn, lock_wait, work),
+            Pooler::Transaction => (self.in_transaction(&mut conn, lock_wait, work), true),
+        };
+        let failed = !healthy || matches!(result, Err(StoreError::Unavailable(_) | StoreError::Internal(_)));
+        self.release(conn, failed, Instant::now() > deadline);
+        result
+    }
+
+    /// A connection of the pool within `budget`. While the pool is suspect (a connection
+    /// failed within the last 30 s, [`crate::suspicion`]), each connection is verified with
+    /// a trivial statement first and a dead one is closed and replaced.
+    fn checkout(&self, budget: Duration) -> Result<DbConn, StoreError> {
         let started = Instant::now();
-        let mut conn = loop {
+        loop {
             let left = budget.saturating_sub(started.elapsed());
             if left.is_zero() {
                 return Err(budget_spent());
@@ -297,16 +455,57 @@ impl Database {
                 Pools::Postgres(pool) => DbConn::Postgres(pool.get_timeout(left)?),
             };
             if !self.is_suspect() || verify(&mut conn) {
-                break conn;
+                return Ok(conn);
             }
             discard(&mut conn);
-        };
-        let left = budget.saturating_sub(started.elapsed());
-        if !shortens(left, self.timeout) {
-            return Ok((conn, false));
         }
-        set_lock_wait(&mut conn, left)?;
-        Ok((conn, true))
+    }
+
+    /// Runs `work` with the connection's lock wait set to `wait` for it (when that is not
+    /// the configured one), then put back; also says whether putting it back worked (if
+    /// not, the connection may be broken, and the answer stands).
+    fn with_lock_wait<T>(
+        &self,
+        conn: &mut DbConn,
+        wait: Duration,
+        work: impl FnOnce(&mut DbConn) -> Result<T, StoreError>,
+    ) -> (Result<T, StoreError>, bool) {
+        if wait == self.timeout {
+            return (work(conn), true);
+        }
+        if let Err(e) = set_lock_wait(conn, wait) {
+            return (Err(e), false);
+        }
+        let result = work(conn);
+        let restored = set_lock_wait(conn, self.timeout).is_ok();
+        (result, restored)
+    }
+
+    /// Runs `work` in one transaction that begins with the statement timeout and the lock
+    /// wait `wait` (`SET LOCAL`, which ends with it), for a connection lent by a transaction
+    /// pooler. The transaction commits whatever `work`'s outcome: what `work` would have
+    /// committed on a connection of its own (a write's transaction, [`crate::db_write!`], is
+    /// a savepoint here and rolled back on its own when it fails; an audit entry of a refusal
+    /// is written and kept) is kept. A failure to commit is the answer when `work`
+    /// succeeded; else `work`'s error is.
+    fn in_transaction<T>(
+        &self,
+        conn: &mut DbConn,
+        wait: Duration,
+        work: impl FnOnce(&mut DbConn) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        use diesel::connection::{AnsiTransactionManager, TransactionManager};
+        let begin = format!("BEGIN; {}", timeouts_sql("SET LOCAL", self.timeout, wait));
+        crate::db_run!(conn => AnsiTransactionManager::begin_transaction_sql(conn, &begin))?;
+        let result = work(conn);
+        // After a failed statement outside a savepoint, PostgreSQL turns COMMIT into a
+        // rollback; a commit that fails leaves the transaction manager in error, and the
+        // pool closes the connection.
+        let committed = crate::db_run!(conn => AnsiTransactionManager::commit_transaction(conn));
+        match (result, committed) {
+            (Ok(_), Err(e)) => Err(e.into()),
+            (result, _) => result,
+        }
     }
 
     /// Hands a connection back after work. One whose work `failed` in the database (it
@@ -330,24 +529,35 @@ impl Database {
     /// connections ([`crate::shared_pg`]), `per_thread` on each thread that runs them (the
     /// server's workers). Returns why not when the URL has something tokio-postgres does not
     /// read as libpq does (then statements keep running on the blocking pool); nothing to do
-    /// on SQLite.
+    /// on SQLite or behind a transaction pooler.
     pub fn share_statements(&mut self, per_thread: usize) -> Result<(), String> {
         if self.engine != Engine::Postgres {
             return Ok(());
         }
-        self.shared = Some(SharedPg::new(&self.url, self.timeout, per_thread, Arc::clone(&self.suspicion))?);
+        if self.pooler == Pooler::Transaction {
+            // diesel-async prepares every statement under a name, which the next
+            // transaction's server connection does not have.
+            return Ok(());
+        }
+        let shared = SharedPg::new(&self.url, self.timeout, per_thread, Arc::clone(&self.suspicion))
+            .map_err(|why| {
+                format!("the database URL is not one tokio-postgres reads as libpq does ({why})")
+            })?;
+        self.shared = Some(shared);
         Ok(())
     }
 
-    /// The shared PostgreSQL connections for single statements, when they are in use.
-    pub fn shared(&self) -> Option<&SharedPg> {
-        self.shared.as_ref()
+    /// Whether single statements run on shared PostgreSQL connections (once the database
+    /// is reached: [`Database::shared`]).
+    pub fn shares_statements(&self) -> bool {
+        self.shared.is_some()
     }
 
-    /// Puts a connection's lock wait back to the configured timeout (after
-    /// [`Database::conn_within`] shortened it).
-    pub fn restore_lock_wait(&self, conn: &mut DbConn) -> Result<(), StoreError> {
-        set_lock_wait(conn, self.timeout)
+    /// The shared PostgreSQL connections for single statements, when they are in use (not
+    /// before the database was reached: until then statements go the way of all work, which
+    /// answers `Unavailable`).
+    pub fn shared(&self) -> Option<&SharedPg> {
+        self.shared.as_ref().filter(|_| self.is_ready())
     }
 
     /// A connection from the pool; `Unavailable` when none comes within the timeout.
@@ -358,31 +568,28 @@ impl Database {
         })
     }
 
-    /// Applies pending migrations (on PostgreSQL under an advisory lock, so instances
-    /// starting together migrate one at a time) and provisions the server's secrets
-    /// ([`crate::secrets::provision`]); returns the versions applied.
+    /// Applies pending migrations and provisions the server's secrets
+    /// ([`crate::secrets::provision`]); returns the versions applied. On PostgreSQL all
+    /// pending migrations are one transaction holding an advisory lock, so instances starting
+    /// together migrate one at a time (the others then find nothing pending), a failure
+    /// leaves the schema as it was, and a transaction pooler keeps the lock and the settings
+    /// on one server connection.
     pub fn migrate(&self) -> Result<Vec<String>, StoreError> {
         let mut conn = self.conn()?;
         let applied = match &mut conn {
-            DbConn::Sqlite(c) => c.run_pending_migrations(SQLITE_MIGRATIONS).map(versions),
-            DbConn::Postgres(c) => {
-                // A migration may rewrite a large table: requests' statement timeout is not
-                // its bound. The connection goes back to the pool with the timeout restored.
-                // Instances starting together would each run the pending migrations and all
-                // but one fail on what the first created: a session advisory lock lets one
-                // migrate while the others wait, then find nothing pending.
-                c.batch_execute(&format!(
-                    "SET statement_timeout = 0; SELECT pg_advisory_lock({MIGRATION_LOCK})"
-                ))?;
-                let applied = c.run_pending_migrations(POSTGRES_MIGRATIONS).map(versions);
-                c.batch_execute(&format!(
-                    "SELECT pg_advisory_unlock({MIGRATION_LOCK}); SET statement_timeout = {}",
-                    self.timeout.as_millis()
-                ))?;
-                applied
+            DbConn::Sqlite(c) => {
+                c.run_pending_migrations(SQLITE_MIGRATIONS).map(versions).map_err(migration_failed)
             }
-        };
-        let applied = applied.map_err(|e| StoreError::Internal(format!("migration failed: {e}")))?;
+            DbConn::Postgres(c) => c.transaction(|c| {
+                // A migration may rewrite a large table: requests' statement timeout is not
+                // its bound; nor is their lock wait (see [`MIGRATION_LOCK_WAIT`]).
+                c.batch_execute(&format!(
+                    "{}; SELECT pg_advisory_xact_lock({MIGRATION_LOCK})",
+                    timeouts_sql("SET LOCAL", Duration::ZERO, MIGRATION_LOCK_WAIT)
+                ))?;
+                c.run_pending_migrations(POSTGRES_MIGRATIONS).map(versions).map_err(migration_failed)
+            }),
+        }?;
         crate::secrets::provision(&mut conn)?;
         Ok(applied)
     }
@@ -425,6 +632,10 @@ pub fn discard(conn: &mut DbConn) {
                 .set_in_error()
         }
     }
+}
+
+fn migration_failed(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Internal(format!("migration failed: {e}"))
 }
 
 fn versions(applied: Vec<diesel::migration::MigrationVersion<'_>>) -> Vec<String> {

@@ -49,9 +49,10 @@ pub mod statement;
 mod stored;
 mod suspicion;
 pub mod takeoff;
+pub mod throttled_log;
 pub mod time_log;
 pub mod workspaces;
 pub mod writer;
 
-pub use db::{Database, DbConfig, DbConn, Engine, SqliteSynchronous};
+pub use db::{Database, DbConfig, DbConn, Engine, Pooler, SqliteSynchronous};
 pub use error::StoreError;

@@ -57,6 +57,8 @@ pub struct SharedPg {
     id: u64,
     config: tokio_postgres::Config,
     tls: MakeTlsConnector,
+    /// The session's settings, made on each new connection before its first use.
+    session: String,
     per_thread: usize,
     suspicion: Arc<Suspicion>,
     /// Every thread's connections, for [`SharedPg::state`] (read from other threads).
@@ -167,12 +169,9 @@ impl SharedPg {
             };
         }
         let (millis, lock_millis) = (timeout.as_millis(), timeout.min(LOCK_WAIT).as_millis().max(1));
-        let limits = format!("-c statement_timeout={millis} -c lock_timeout={lock_millis}");
-        let options = match config.get_options() {
-            Some(given) if !given.trim().is_empty() => format!("{given} {limits}"),
-            _ => limits,
-        };
-        config.options(options);
+        // Set once the connection is made, not sent as the `options` startup parameter,
+        // which PgBouncer refuses (and, told to ignore it, drops silently).
+        let session = format!("SET statement_timeout = {millis}; SET lock_timeout = {lock_millis}");
         let mut tls = SslConnector::builder(SslMethod::tls()).map_err(|e| format!("TLS: {e}"))?;
         // libpq's `prefer` and `require`: encryption without verifying the certificate
         // (the modes that verify make `new` fail above: tokio-postgres does not read them).
@@ -181,6 +180,7 @@ impl SharedPg {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             config,
             tls: MakeTlsConnector::new(tls.build()),
+            session,
             per_thread: per_thread.max(1),
             suspicion,
             threads: Mutex::new(Vec::new()),
@@ -328,7 +328,10 @@ impl SharedPg {
         };
         let (client, connection) =
             self.config.connect(self.tls.clone()).await.map_err(|e| unavailable(&e))?;
-        let conn = AsyncPgConnection::try_from_client_and_connection(client, connection)
+        let mut conn = AsyncPgConnection::try_from_client_and_connection(client, connection)
+            .await
+            .map_err(|e| unavailable(&e))?;
+        diesel_async::SimpleAsyncConnection::batch_execute(&mut conn, &self.session)
             .await
             .map_err(|e| unavailable(&e))?;
         log::debug!("opened a shared PostgreSQL connection on {:?}", std::thread::current().name());

@@ -51,7 +51,13 @@ struct TestDb {
 }
 
 fn config(url: String) -> DbConfig {
-    DbConfig { url, pool_size: 2, timeout: Duration::from_secs(5), sqlite_synchronous: Default::default() }
+    DbConfig {
+        url,
+        pool_size: 2,
+        timeout: Duration::from_secs(5),
+        sqlite_synchronous: Default::default(),
+        pooler: Default::default(),
+    }
 }
 
 fn sqlite() -> TestDb {
@@ -67,13 +73,31 @@ fn postgres(admin_url: &str) -> TestDb {
     TestDb { db, _cleanup: cleanup }
 }
 
-/// Runs `check` on a fresh SQLite database and, with `TEST_DATABASE_URL`, a fresh PostgreSQL one.
-fn on_each_engine(check: impl Fn(&Database)) {
-    check(&sqlite().db);
-    match std::env::var("TEST_DATABASE_URL") {
-        Ok(url) if !url.is_empty() => check(&postgres(&url).db),
-        _ => eprintln!("TEST_DATABASE_URL is not set: PostgreSQL skipped"),
-    }
+/// Runs `check` on `db` (a closure passed here gets its argument's type).
+fn check_on(db: &TestDb, check: impl Fn(&Database)) {
+    check(&db.db)
+}
+
+/// Two tests of `check`, in a module named `$name`: `sqlite_only` on a fresh SQLite
+/// database, and `postgres` on a fresh PostgreSQL one (ignored unless asked for, see
+/// `support::require_postgres`).
+macro_rules! on_each_engine {
+    ($name:ident, $check:expr) => {
+        mod $name {
+            use super::*;
+
+            #[test]
+            fn sqlite_only() {
+                check_on(&sqlite(), $check);
+            }
+
+            #[test]
+            #[ignore = "needs PostgreSQL: run with TEST_DATABASE_URL=postgres://… and --include-ignored"]
+            fn postgres() {
+                check_on(&super::postgres(&support::require_postgres()), $check);
+            }
+        }
+    };
 }
 
 #[derive(QueryableByName)]
@@ -117,43 +141,41 @@ fn demo_len(list: &str) -> i64 {
     file[list].as_array().map_or(0, |records| records.len() as i64)
 }
 
-#[test]
-fn the_demo_fixture_loads_every_record_it_holds() {
-    on_each_engine(|db| {
-        let report = load(db, DEMO).unwrap_or_else(|e| panic!("the demo fixture loads: {e}"));
-        assert_eq!(report.present(), 0, "{report}");
-        for (kind, table) in [
-            ("users", "users"),
-            ("workspaces", "workspaces"),
-            ("projects", "projects"),
-            ("documentTypes", "document_types"),
-            ("documents", "documents"),
-            ("catalogFamilies", "catalog_families"),
-            ("projectItems", "project_items"),
-            ("assistantImports", "assistant_imports"),
-            ("globalCompanies", "global_companies"),
-            ("categories", "categories"),
-            ("itemColumns", "item_columns"),
-            ("productTypeColumns", "product_type_columns"),
-            ("contactCompanies", "contact_companies"),
-            ("companyLinks", "company_links"),
-            ("commercialReceipts", "commercial_receipts"),
-            ("creditAllowances", "credit_allowances"),
-            ("timeLogEntries", "time_log_entries"),
-        ] {
-            let inserted = report.get(kind).map(|count| count.inserted as i64);
-            assert_eq!(inserted, Some(demo_len(kind)), "{kind}");
-            assert_eq!(count_of(db, table), demo_len(kind), "{table}");
-        }
-        assert_eq!(count_of(db, "memberships"), 4);
-        assert_eq!(count_of(db, "project_areas"), 6);
-        assert_eq!(count_of(db, "contact_persons"), 6);
-        assert_eq!(count_of(db, "product_types"), 4);
-        assert_eq!(count_of(db, "commercial_receipts"), 33);
+on_each_engine!(the_demo_fixture_loads_every_record_it_holds, |db| {
+    let report = load(db, DEMO).unwrap_or_else(|e| panic!("the demo fixture loads: {e}"));
+    assert_eq!(report.present(), 0, "{report}");
+    for (kind, table) in [
+        ("users", "users"),
+        ("workspaces", "workspaces"),
+        ("projects", "projects"),
+        ("documentTypes", "document_types"),
+        ("documents", "documents"),
+        ("catalogFamilies", "catalog_families"),
+        ("projectItems", "project_items"),
+        ("assistantImports", "assistant_imports"),
+        ("globalCompanies", "global_companies"),
+        ("categories", "categories"),
+        ("itemColumns", "item_columns"),
+        ("productTypeColumns", "product_type_columns"),
+        ("contactCompanies", "contact_companies"),
+        ("companyLinks", "company_links"),
+        ("commercialReceipts", "commercial_receipts"),
+        ("creditAllowances", "credit_allowances"),
+        ("timeLogEntries", "time_log_entries"),
+    ] {
+        let inserted = report.get(kind).map(|count| count.inserted as i64);
+        assert_eq!(inserted, Some(demo_len(kind)), "{kind}");
+        assert_eq!(count_of(db, table), demo_len(kind), "{table}");
+    }
+    assert_eq!(count_of(db, "memberships"), 4);
+    assert_eq!(count_of(db, "project_areas"), 6);
+    assert_eq!(count_of(db, "contact_persons"), 6);
+    assert_eq!(count_of(db, "product_types"), 4);
+    assert_eq!(count_of(db, "commercial_receipts"), 33);
 
-        // Issue counts are computed from the takeoff and the target project's areas.
-        let conn = &mut db.conn().expect("a connection");
-        let issues: Vec<(i64, i64, i64, bool)> = db_run!(conn => assistant_imports::table
+    // Issue counts are computed from the takeoff and the target project's areas.
+    let conn = &mut db.conn().expect("a connection");
+    let issues: Vec<(i64, i64, i64, bool)> = db_run!(conn => assistant_imports::table
             .select((
                 assistant_imports::id,
                 assistant_imports::blocking_issues,
@@ -162,166 +184,151 @@ fn the_demo_fixture_loads_every_record_it_holds() {
             ))
             .order(assistant_imports::id)
             .load(conn))
-        .expect("read imports");
-        assert_eq!(
-            issues,
-            [(88, 0, 2, true), (89, 0, 0, true), (90, 0, 0, true), (91, 0, 1, true), (92, 1, 0, false)]
-        );
+    .expect("read imports");
+    assert_eq!(
+        issues,
+        [(88, 0, 2, true), (89, 0, 0, true), (90, 0, 0, true), (91, 0, 1, true), (92, 1, 0, false)]
+    );
 
-        // Values are stored as the API shows them: ids as integers, JSON as text, ms timestamps.
-        let (version, type_id, item_ids, updated_at): (i64, Option<i64>, String, i64) =
-            db_run!(conn => documents::table
+    // Values are stored as the API shows them: ids as integers, JSON as text, ms timestamps.
+    let (version, type_id, item_ids, updated_at): (i64, Option<i64>, String, i64) =
+        db_run!(conn => documents::table
             .filter(documents::id.eq(12))
             .select((documents::version, documents::type_id, documents::item_ids, documents::updated_at))
             .first(conn))
-            .expect("document 12");
-        assert_eq!((version, type_id, item_ids.as_str()), (4, Some(31), r#"["4410"]"#));
-        assert_eq!(wpds_storage::clock::format_millis(updated_at), "2026-11-21T15:31:52.437Z");
-    });
-}
+        .expect("document 12");
+    assert_eq!((version, type_id, item_ids.as_str()), (4, Some(31), r#"["4410"]"#));
+    assert_eq!(wpds_storage::clock::format_millis(updated_at), "2026-11-21T15:31:52.437Z");
+});
 
-#[test]
-fn loading_the_demo_fixture_twice_inserts_nothing_the_second_time() {
-    on_each_engine(|db| {
-        let first = load(db, DEMO).expect("first load");
-        let after_first = row_counts(db);
+on_each_engine!(loading_the_demo_fixture_twice_inserts_nothing_the_second_time, |db| {
+    let first = load(db, DEMO).expect("first load");
+    let after_first = row_counts(db);
 
-        // A record changed through the API since is not overwritten.
-        let conn = &mut db.conn().expect("a connection");
-        db_run!(conn => diesel::update(documents::table.filter(documents::id.eq(12)))
+    // A record changed through the API since is not overwritten.
+    let conn = &mut db.conn().expect("a connection");
+    db_run!(conn => diesel::update(documents::table.filter(documents::id.eq(12)))
             .set((documents::version.eq(5), documents::type_id.eq(None::<i64>)))
             .execute(conn))
-        .expect("change document 12");
+    .expect("change document 12");
 
-        let second = load(db, DEMO).expect("second load");
-        assert_eq!(second.inserted(), 0, "{second}");
-        assert_eq!(second.present(), first.inserted(), "{second}");
-        assert_eq!(row_counts(db), after_first);
-        let (version, type_id): (i64, Option<i64>) = db_run!(conn => documents::table
+    let second = load(db, DEMO).expect("second load");
+    assert_eq!(second.inserted(), 0, "{second}");
+    assert_eq!(second.present(), first.inserted(), "{second}");
+    assert_eq!(row_counts(db), after_first);
+    let (version, type_id): (i64, Option<i64>) = db_run!(conn => documents::table
             .filter(documents::id.eq(12))
             .select((documents::version, documents::type_id))
             .first(conn))
-        .expect("document 12");
-        assert_eq!((version, type_id), (5, None));
-    });
-}
+    .expect("document 12");
+    assert_eq!((version, type_id), (5, None));
+});
 
-#[test]
-fn a_bad_enum_value_is_rejected_naming_the_record_and_field_and_nothing_is_loaded() {
-    on_each_engine(|db| {
-        let file = demo_with(|file| {
-            file["documents"][3]["scope"] = json!("memo");
-            file["documents"][3]["id"] = json!("12");
-            file["companyLinks"][0]["status"] = json!("paused");
-        });
-        let error = load(db, &file).expect_err("a bad enum value is rejected");
-        let text = error.to_string();
-        assert!(
+on_each_engine!(a_bad_enum_value_is_rejected_naming_the_record_and_field_and_nothing_is_loaded, |db| {
+    let file = demo_with(|file| {
+        file["documents"][3]["scope"] = json!("memo");
+        file["documents"][3]["id"] = json!("12");
+        file["companyLinks"][0]["status"] = json!("paused");
+    });
+    let error = load(db, &file).expect_err("a bad enum value is rejected");
+    let text = error.to_string();
+    assert!(
             text.contains(
                 r#"documents[3] (id "12"): /documents/3/scope: "memo" is not one of "project", "project_item" or "contact_company""#
             ),
             "{text}"
         );
-        // Every violation is listed, not only the first.
-        assert!(
-            text.contains(r#"companyLinks[0] (id "8"): /companyLinks/0/status: "paused" is not one of"#),
-            "{text}"
-        );
-        assert_eq!(error.problems().len(), 2, "{text}");
-        assert!(row_counts(db).iter().all(|(_, n)| *n == 0), "{:?}", row_counts(db));
+    // Every violation is listed, not only the first.
+    assert!(
+        text.contains(r#"companyLinks[0] (id "8"): /companyLinks/0/status: "paused" is not one of"#),
+        "{text}"
+    );
+    assert_eq!(error.problems().len(), 2, "{text}");
+    assert!(row_counts(db).iter().all(|(_, n)| *n == 0), "{:?}", row_counts(db));
+});
+
+on_each_engine!(a_document_naming_a_missing_project_is_rejected_naming_the_record_and_field, |db| {
+    let file = demo_with(|file| {
+        file["documents"][3]["projectId"] = json!("99");
     });
-}
+    let error = load(db, &file).expect_err("a missing project is rejected");
+    let text = error.to_string();
+    assert_eq!(text, r#"documents[3] (id "15"): /documents/3/projectId: project 99 does not exist"#);
+    assert!(row_counts(db).iter().all(|(_, n)| *n == 0));
+});
 
-#[test]
-fn a_document_naming_a_missing_project_is_rejected_naming_the_record_and_field() {
-    on_each_engine(|db| {
-        let file = demo_with(|file| {
-            file["documents"][3]["projectId"] = json!("99");
-        });
-        let error = load(db, &file).expect_err("a missing project is rejected");
-        let text = error.to_string();
-        assert_eq!(text, r#"documents[3] (id "15"): /documents/3/projectId: project 99 does not exist"#);
-        assert!(row_counts(db).iter().all(|(_, n)| *n == 0));
+on_each_engine!(references_to_records_already_in_the_database_are_accepted_and_checked_there, |db| {
+    load(db, DEMO).expect("the demo fixture loads");
+    // A second file that only adds a document to project 7 and a family under 90.
+    let extra = json!({
+        "documents": [{
+            "id": "30", "workspaceId": "1", "projectId": "7", "companyId": null, "scope": "project",
+            "typeId": "32", "source": "file", "status": "ready", "name": "Level 3 floor plan", "notes": "",
+            "isConfidential": false, "phases": [], "itemIds": [], "externalUrl": null,
+            "originalFilename": "level-3.pdf", "mimeType": "application/pdf", "sizeBytes": 1000,
+            "createdBy": "5", "createdAt": "2026-11-22T08:00:00Z", "updatedAt": "2026-11-22T08:00:00Z",
+            "version": 1
+        }],
+        "catalogFamilies": [{
+            "id": "103", "workspaceId": "1", "parentFamilyId": "90", "name": "Loop stool",
+            "description": "", "brand": "", "modelNumber": "", "finish": "", "material": "",
+            "leadTime": "", "notes": "", "version": 1, "primaryItem": null,
+            "primaryFamilySource": null, "primaryItemSource": null
+        }]
     });
-}
+    let report = load(db, &extra.to_string()).expect("references into the database are accepted");
+    assert_eq!(report.inserted(), 2, "{report}");
 
-#[test]
-fn references_to_records_already_in_the_database_are_accepted_and_checked_there() {
-    on_each_engine(|db| {
-        load(db, DEMO).expect("the demo fixture loads");
-        // A second file that only adds a document to project 7 and a family under 90.
-        let extra = json!({
-            "documents": [{
-                "id": "30", "workspaceId": "1", "projectId": "7", "companyId": null, "scope": "project",
-                "typeId": "32", "source": "file", "status": "ready", "name": "Level 3 floor plan", "notes": "",
-                "isConfidential": false, "phases": [], "itemIds": [], "externalUrl": null,
-                "originalFilename": "level-3.pdf", "mimeType": "application/pdf", "sizeBytes": 1000,
-                "createdBy": "5", "createdAt": "2026-11-22T08:00:00Z", "updatedAt": "2026-11-22T08:00:00Z",
-                "version": 1
-            }],
-            "catalogFamilies": [{
-                "id": "103", "workspaceId": "1", "parentFamilyId": "90", "name": "Loop stool",
-                "description": "", "brand": "", "modelNumber": "", "finish": "", "material": "",
-                "leadTime": "", "notes": "", "version": 1, "primaryItem": null,
-                "primaryFamilySource": null, "primaryItemSource": null
-            }]
-        });
-        let report = load(db, &extra.to_string()).expect("references into the database are accepted");
-        assert_eq!(report.inserted(), 2, "{report}");
-
-        // A type of another scope (33 is for project items) is refused before anything is written.
-        let mut wrong = extra.clone();
-        wrong["documents"][0]["id"] = json!("31");
-        wrong["documents"][0]["typeId"] = json!("33");
-        wrong["catalogFamilies"][0]["id"] = json!("104");
-        wrong["catalogFamilies"][0]["parentFamilyId"] = json!("201");
-        let error = load(db, &wrong.to_string()).expect_err("a wrong type is refused");
-        let text = error.to_string();
-        assert!(
+    // A type of another scope (33 is for project items) is refused before anything is written.
+    let mut wrong = extra.clone();
+    wrong["documents"][0]["id"] = json!("31");
+    wrong["documents"][0]["typeId"] = json!("33");
+    wrong["catalogFamilies"][0]["id"] = json!("104");
+    wrong["catalogFamilies"][0]["parentFamilyId"] = json!("201");
+    let error = load(db, &wrong.to_string()).expect_err("a wrong type is refused");
+    let text = error.to_string();
+    assert!(
             text.contains(
                 r#"documents[0] (id "31"): /documents/0/typeId: document type 33 applies to scope project_item, not to scope project"#
             ),
             "{text}"
         );
-        assert!(
+    assert!(
             text.contains(
                 r#"catalogFamilies[0] (id "104"): /catalogFamilies/0/parentFamilyId: catalog family 201 is in workspace 2, not in workspace 1"#
             ),
             "{text}"
         );
-    });
-}
+});
 
-#[test]
-fn a_record_the_database_refuses_is_named_and_the_whole_load_rolls_back() {
-    on_each_engine(|db| {
-        let conn = &mut db.conn().expect("a connection");
-        let refuse = match db.engine() {
-            Engine::Sqlite => vec![
-                "CREATE TRIGGER refuse_13 BEFORE INSERT ON documents WHEN NEW.id = 13 \
+on_each_engine!(a_record_the_database_refuses_is_named_and_the_whole_load_rolls_back, |db| {
+    let conn = &mut db.conn().expect("a connection");
+    let refuse = match db.engine() {
+        Engine::Sqlite => vec![
+            "CREATE TRIGGER refuse_13 BEFORE INSERT ON documents WHEN NEW.id = 13 \
                  BEGIN SELECT RAISE(ABORT, 'refused by the test'); END"
-                    .to_owned(),
-            ],
-            Engine::Postgres => vec![
-                "CREATE FUNCTION refuse_13() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+                .to_owned(),
+        ],
+        Engine::Postgres => vec![
+            "CREATE FUNCTION refuse_13() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
                  IF NEW.id = 13 THEN RAISE EXCEPTION 'refused by the test'; END IF; RETURN NEW; END $$"
-                    .to_owned(),
-                "CREATE TRIGGER refuse_13 BEFORE INSERT ON documents FOR EACH ROW EXECUTE FUNCTION refuse_13()".to_owned(),
-            ],
-        };
-        for statement in refuse {
-            db_run!(conn => diesel::sql_query(&statement).execute(conn)).expect("install the trigger");
-        }
-        let error = load(db, DEMO).expect_err("the refused record fails the load");
-        assert!(matches!(error, SeedError::Record { .. }), "{error:?}");
-        let text = error.to_string();
-        assert!(
-            text.starts_with(r#"documents[1] (id "13"): "#) && text.contains("refused by the test"),
-            "{text}"
-        );
-        assert!(row_counts(db).iter().all(|(_, n)| *n == 0), "{:?}", row_counts(db));
-    });
-}
+                .to_owned(),
+            "CREATE TRIGGER refuse_13 BEFORE INSERT ON documents FOR EACH ROW EXECUTE FUNCTION refuse_13()"
+                .to_owned(),
+        ],
+    };
+    for statement in refuse {
+        db_run!(conn => diesel::sql_query(&statement).execute(conn)).expect("install the trigger");
+    }
+    let error = load(db, DEMO).expect_err("the refused record fails the load");
+    assert!(matches!(error, SeedError::Record { .. }), "{error:?}");
+    let text = error.to_string();
+    assert!(
+        text.starts_with(r#"documents[1] (id "13"): "#) && text.contains("refused by the test"),
+        "{text}"
+    );
+    assert!(row_counts(db).iter().all(|(_, n)| *n == 0), "{:?}", row_counts(db));
+});
 
 #[test]
 fn the_fixture_schema_is_a_valid_2020_12_schema_and_the_demo_file_validates_against_it() {
@@ -402,21 +409,19 @@ fn a_file_that_is_not_json_or_has_unknown_fields_is_rejected() {
     assert!(error.to_string().starts_with(r#"users[0] (id "5"): /users/0: "#), "{error}");
 }
 
-#[test]
-fn after_a_seed_new_rows_without_an_id_get_fresh_ids() {
-    on_each_engine(|db| {
-        load(db, DEMO).expect("the demo fixture loads");
-        let conn: &mut DbConn = &mut db.conn().expect("a connection");
-        // A table the seed does not fill.
-        auth::issue(conn, 5, TokenLifetimes::default()).expect("a new login for user 5");
-        // Tables the seed filled with explicit ids continue after them.
-        let user: i64 = db_run!(conn => diesel::insert_into(users::table)
+on_each_engine!(after_a_seed_new_rows_without_an_id_get_fresh_ids, |db| {
+    load(db, DEMO).expect("the demo fixture loads");
+    let conn: &mut DbConn = &mut db.conn().expect("a connection");
+    // A table the seed does not fill.
+    auth::issue(conn, 5, TokenLifetimes::default()).expect("a new login for user 5");
+    // Tables the seed filled with explicit ids continue after them.
+    let user: i64 = db_run!(conn => diesel::insert_into(users::table)
             .values((users::email.eq("new@northwind.example"), users::display_name.eq("New"), users::is_platform_admin.eq(false)))
             .returning(users::id)
             .get_result(conn))
         .expect("a new user");
-        assert_eq!(user, 10);
-        let link: i64 = db_run!(conn => diesel::insert_into(company_links::table)
+    assert_eq!(user, 10);
+    let link: i64 = db_run!(conn => diesel::insert_into(company_links::table)
             .values((
                 company_links::workspace_id.eq(1),
                 company_links::main_company_id.eq(61),
@@ -428,18 +433,17 @@ fn after_a_seed_new_rows_without_an_id_get_fresh_ids() {
             ))
             .returning(company_links::id)
             .get_result(conn))
-        .expect("a new link");
-        assert_eq!(link, 9, "the API document's example link id");
-        // A second seed does not move the sequences backwards.
-        load(db, DEMO).expect("the second load");
-        let next: i64 = db_run!(conn => diesel::insert_into(users::table)
+    .expect("a new link");
+    assert_eq!(link, 9, "the API document's example link id");
+    // A second seed does not move the sequences backwards.
+    load(db, DEMO).expect("the second load");
+    let next: i64 = db_run!(conn => diesel::insert_into(users::table)
             .values((users::email.eq("next@northwind.example"), users::display_name.eq("Next"), users::is_platform_admin.eq(false)))
             .returning(users::id)
             .get_result(conn))
         .expect("another user");
-        assert_eq!(next, 11);
-    });
-}
+    assert_eq!(next, 11);
+});
 
 #[test]
 fn formats_are_checked_timestamps_dates_and_emails() {

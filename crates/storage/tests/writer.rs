@@ -39,6 +39,7 @@ impl Scratch {
             pool_size: 2,
             timeout: Duration::from_millis(1500),
             sqlite_synchronous,
+            pooler: Default::default(),
         };
         let db = Database::open(&config).expect("open SQLite");
         let conn = &mut db.conn().expect("a connection");

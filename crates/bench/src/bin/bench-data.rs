@@ -55,6 +55,7 @@ fn main() {
         pool_size: 1,
         timeout: Duration::from_secs(30),
         sqlite_synchronous: Default::default(),
+        pooler: Default::default(),
     };
     let db = Database::open(&config).unwrap_or_else(|e| fail(&format!("cannot open {url}: {e}")));
     let conn = &mut db.conn().unwrap_or_else(|e| fail(&e.to_string()));
