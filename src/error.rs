@@ -8,6 +8,7 @@ use serde_json::Value;
 use wpds_contract::problem::ProblemCode;
 use wpds_contract::types::{BulkEditConflict, ProblemError};
 use wpds_contract::validation::Violations;
+use wpds_storage::throttled_log::ThrottledLog;
 
 /// A failed request, as the contract names it.
 #[derive(Debug, Clone, PartialEq)]
@@ -162,7 +163,9 @@ impl From<wpds_storage::StoreError> for ApiError {
                 errors: None,
             })),
             StoreError::Unavailable(why) => {
-                log::warn!("database unavailable: {why}");
+                // Every request meets an outage: one line per 5 s, counting the others.
+                static UNAVAILABLE: ThrottledLog = ThrottledLog::new(log::Level::Warn);
+                UNAVAILABLE.log("database unavailable", &why);
                 ApiError::Unavailable(1)
             }
             StoreError::Internal(why) => ApiError::Internal(why),

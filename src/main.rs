@@ -253,7 +253,7 @@ fn serve(mut config: ServeConfig, settings: &[String]) -> Result<(), String> {
     observe_writer(&state);
     let draining = Arc::clone(&state.draining);
     let drain = std::time::Duration::from_secs(config.drain_seconds);
-    let unreached = waits.then(|| reach_in_background(Arc::clone(&state.db), wait));
+    let reaching = if waits { Some(reach_in_background(Arc::clone(&state.db), wait)?) } else { None };
     let failed = |e: std::io::Error| format!("server failed: {e}");
     let outcome = actix_web::rt::System::new().block_on(async move {
         let server = wpds::server::start(&config, state, listener).map_err(failed)?;
@@ -268,19 +268,20 @@ fn serve(mut config: ServeConfig, settings: &[String]) -> Result<(), String> {
         }
         actix_web::rt::spawn(wpds::server::stop_on_signal(handles, draining, drain));
         log::info!("listening on {bound} (Swagger UI at http://{address}/docs/)");
-        let Some(unreached) = unreached else { return server.await.map_err(failed) };
-        match futures_util::future::select(server, unreached).await {
-            futures_util::future::Either::Left((served, _)) => served.map_err(failed),
-            // The sender is dropped once the database was reached.
-            futures_util::future::Either::Right((Err(_), server)) => server.await.map_err(failed),
-            // The server's future runs its stop: dropped, the stop would never complete.
-            futures_util::future::Either::Right((Ok(why), server)) => {
-                let stopped = api.stop(false);
-                let _ = server.await;
-                stopped.await;
-                Err(why)
+        let Some(reaching) = reaching else { return server.await.map_err(failed) };
+        let (why, server) = match futures_util::future::select(server, reaching).await {
+            futures_util::future::Either::Left((served, _)) => return served.map_err(failed),
+            futures_util::future::Either::Right((Ok(Ok(())), server)) => return server.await.map_err(failed),
+            futures_util::future::Either::Right((Ok(Err(why)), server)) => (why, server),
+            futures_util::future::Either::Right((Err(_), server)) => {
+                ("the thread that reaches the database ended without reaching it".to_owned(), server)
             }
-        }
+        };
+        // The server's future runs its stop: dropped, the stop would never complete.
+        let stopped = api.stop(false);
+        let _ = server.await;
+        stopped.await;
+        Err(why)
     });
     wpds::telemetry::shutdown();
     outcome?;
@@ -290,26 +291,31 @@ fn serve(mut config: ServeConfig, settings: &[String]) -> Result<(), String> {
 
 /// Reaches PostgreSQL on a thread of its own, trying again for at most `wait`
 /// ([`Database::reach_within`]) while the server answers `/readyz` 503. The receiver gets
-/// why the server must stop if the database was not reached (its sender is dropped once it
-/// was).
+/// `Ok` once the database was reached and migrated, else why the server must stop; a
+/// thread that ends without a word (it panicked) stops the server too.
 fn reach_in_background(
     db: Arc<Database>,
     wait: std::time::Duration,
-) -> tokio::sync::oneshot::Receiver<String> {
-    let (unreached, receiver) = tokio::sync::oneshot::channel();
-    let reaching = move || match db.reach_within(wait) {
-        Ok(applied) => log::info!("the database is reached; migrations applied: {}", applied.len()),
-        Err(e) => {
-            let _ = unreached.send(format!(
+) -> Result<tokio::sync::oneshot::Receiver<Result<(), String>>, String> {
+    let (reached, receiver) = tokio::sync::oneshot::channel();
+    let reaching = move || {
+        let outcome = match db.reach_within(wait) {
+            Ok(applied) => {
+                log::info!("the database is reached; migrations applied: {}", applied.len());
+                Ok(())
+            }
+            Err(e) => Err(format!(
                 "the database was not reached within {} s of start-up (WPDS_DB_WAIT_SECONDS): {e}",
                 wait.as_secs()
-            ));
-        }
+            )),
+        };
+        let _ = reached.send(outcome);
     };
-    if let Err(e) = std::thread::Builder::new().name("wpds-db-start".to_owned()).spawn(reaching) {
-        log::error!("cannot start the thread that reaches the database: {e}");
-    }
-    receiver
+    std::thread::Builder::new()
+        .name("wpds-db-start".to_owned())
+        .spawn(reaching)
+        .map_err(|e| format!("cannot start the thread that reaches the database: {e}"))?;
+    Ok(receiver)
 }
 
 /// `wpds healthcheck`: one `GET` over a plain TCP connection (the image has no curl),

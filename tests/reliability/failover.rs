@@ -204,10 +204,11 @@ struct Writes {
     acknowledged: Vec<String>,
 }
 
-/// The date of a writer's `n`th cell: each writer has its own run of days.
+/// The date of a writer's `n`th cell: each writer has its own run of 20 000 days (a writer
+/// makes a few thousand writes in a test).
 fn date(writer: usize, n: usize) -> String {
     let first = time::Date::from_calendar_date(1990, time::Month::January, 1).expect("a date");
-    (first + time::Duration::days((writer * 5000 + n) as i64)).to_string()
+    (first + time::Duration::days((writer * 20_000 + n) as i64)).to_string()
 }
 
 /// Four writers writing new cells until `stop`.

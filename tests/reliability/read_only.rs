@@ -75,7 +75,8 @@ fn a_read_only_database_answers_503_and_writes_resume_within_5_s_of_it_taking_wr
         assert!(answer.retry_after.is_some(), "503 without Retry-After: {}", answer.body);
     }
 
-    // Act: the database takes writes again; nothing touches the server's connections.
+    // Act: the database takes writes again; nothing touches the server's connections
+    // (behind PgBouncer, its server connections are replaced, as after a failover).
     admin(url, &format!("ALTER DATABASE \"{name}\" RESET default_transaction_read_only"));
     reconnect_pooler(url);
     let started = Instant::now();

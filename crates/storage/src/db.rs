@@ -3,9 +3,11 @@
 //! `sqlite://PATH` (or a bare path) opens the embedded SQLite engine: bundled, WAL,
 //! `busy_timeout` set before `journal_mode`, foreign keys on, `synchronous = FULL` unless
 //! configured `NORMAL` ([`SqliteSynchronous`]).
-//! `postgres://…` (or `postgresql://…`) opens PostgreSQL. Before the pool is built one
-//! connection is made directly, so a bad URL or an unreachable server is reported with
-//! its real cause at once instead of after r2d2's retries.
+//! `postgres://…` (or `postgresql://…`) opens PostgreSQL. [`Database::open`] first makes
+//! one connection directly, so a bad URL or an unreachable server is reported with its real
+//! cause at once instead of after r2d2's retries; [`Database::build`] makes the pool without
+//! connecting, and no work runs until [`Database::reach`] (or `reach_within`, which tries
+//! again with backoff) has connected and migrated.
 //!
 //! On PostgreSQL the server also asks for shared connections ([`Database::share_statements`],
 //! [`crate::shared_pg`]) on which single statements pipeline.
@@ -27,7 +29,7 @@ use crate::lock_wait::{budget_spent, set_lock_wait, shortens};
 use crate::network::with_network_timeouts;
 use crate::shared_pg::SharedPg;
 use crate::suspicion::Suspicion;
-use crate::throttled_log::{ThrottledLog, one_line};
+use crate::throttled_log::{SharedLog, ThrottledLog, one_line};
 use crate::writer::{Writer, WriterPool};
 use diesel::Connection;
 use diesel::connection::CacheSize;
@@ -45,10 +47,12 @@ use std::time::{Duration, Instant};
 /// nothing else: "wpds" in ASCII).
 const MIGRATION_LOCK: i64 = 0x7770_6473;
 
-/// The longest a migration waits for a lock: the migration lock (another instance is
-/// migrating) or a table's (instances of the previous release still serve during a rolling
-/// upgrade). A request's timeout would fail a start-up behind one slow write; no bound at all
-/// would hang it behind a forgotten transaction.
+/// The longest a start-up waits for the migration lock (another instance is migrating): a
+/// request's timeout would fail it behind one slow migration; no bound at all would hang it
+/// behind a forgotten one. A migration's own statements then wait for a table's lock at most
+/// the request timeout: an `ALTER TABLE` queued for a lock holds up every query of the
+/// instances still serving (a rolling upgrade) behind it, so it gives up soon (the start-up
+/// tries again, [`Database::reach_within`]) rather than stall them.
 const MIGRATION_LOCK_WAIT: Duration = Duration::from_secs(60);
 
 const SQLITE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations/sqlite");
@@ -208,11 +212,14 @@ fn timeouts_sql(set: &str, statement: Duration, lock: Duration) -> String {
 }
 
 /// A pool builder for SQLite connections with the server's pragmas.
-fn sqlite_pool_builder(config: &DbConfig) -> diesel::r2d2::Builder<ConnectionManager<SqliteConnection>> {
+fn sqlite_pool_builder(
+    config: &DbConfig,
+    errors: SharedLog,
+) -> diesel::r2d2::Builder<ConnectionManager<SqliteConnection>> {
     Pool::builder()
         .connection_timeout(config.timeout)
         .test_on_check_out(false)
-        .error_handler(Box::new(ThrottledLog::default()))
+        .error_handler(Box::new(errors))
         .connection_customizer(Box::new(SqlitePragmas {
             busy_timeout: config.timeout,
             synchronous: config.sqlite_synchronous,
@@ -224,7 +231,7 @@ fn sqlite_pool_builder(config: &DbConfig) -> diesel::r2d2::Builder<ConnectionMan
 /// a fault, so the pools share one thread for opening connections and have no reaper
 /// (the writer holds its connection checked out): building one starts no thread.
 fn writer_pools(path: &str, config: &DbConfig) -> Box<dyn Fn() -> WriterPool + Send> {
-    let (path, config) = (path.to_owned(), config.clone());
+    let (path, config, errors) = (path.to_owned(), config.clone(), SharedLog::default());
     let threads = Arc::new(
         ScheduledThreadPool::builder()
             .num_threads(1)
@@ -232,7 +239,7 @@ fn writer_pools(path: &str, config: &DbConfig) -> Box<dyn Fn() -> WriterPool + S
             .build(),
     );
     Box::new(move || {
-        sqlite_pool_builder(&config)
+        sqlite_pool_builder(&config, errors.clone())
             .max_size(1)
             .min_idle(Some(0))
             .idle_timeout(None)
@@ -290,7 +297,9 @@ impl Database {
                     StoreError::Unavailable(format!("cannot configure SQLite database {path}: {e}"))
                 })?;
                 writer = Some(Writer::start(writer_pools(path, config), config.timeout)?);
-                let readers = sqlite_pool_builder(config).max_size(config.pool_size.max(1)).min_idle(None);
+                let readers = sqlite_pool_builder(config, SharedLog::default())
+                    .max_size(config.pool_size.max(1))
+                    .min_idle(None);
                 Pools::Sqlite(readers.build_unchecked(ConnectionManager::new(path)))
             }
             Engine::Postgres => {
@@ -360,7 +369,7 @@ impl Database {
                     if left.is_zero() {
                         return Err(StoreError::Unavailable(why));
                     }
-                    log.error(
+                    log.log(
                         &format!("the database is not reachable; trying again for {} s more", left.as_secs()),
                         &why,
                     );
@@ -582,10 +591,11 @@ impl Database {
             }
             DbConn::Postgres(c) => c.transaction(|c| {
                 // A migration may rewrite a large table: requests' statement timeout is not
-                // its bound; nor is their lock wait (see [`MIGRATION_LOCK_WAIT`]).
+                // its bound. Lock waits: see [`MIGRATION_LOCK_WAIT`].
                 c.batch_execute(&format!(
-                    "{}; SELECT pg_advisory_xact_lock({MIGRATION_LOCK})",
-                    timeouts_sql("SET LOCAL", Duration::ZERO, MIGRATION_LOCK_WAIT)
+                    "{}; SELECT pg_advisory_xact_lock({MIGRATION_LOCK}); {}",
+                    timeouts_sql("SET LOCAL", Duration::ZERO, MIGRATION_LOCK_WAIT),
+                    timeouts_sql("SET LOCAL", Duration::ZERO, self.timeout)
                 ))?;
                 c.run_pending_migrations(POSTGRES_MIGRATIONS).map(versions).map_err(migration_failed)
             }),
@@ -634,8 +644,16 @@ pub fn discard(conn: &mut DbConn) {
     }
 }
 
-fn migration_failed(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Internal(format!("migration failed: {e}"))
+/// A migration's failure: `Unavailable` when the database was (a lock not granted in
+/// time, a lost connection: trying again is the remedy), else `Internal`.
+fn migration_failed(e: Box<dyn std::error::Error + Send + Sync>) -> StoreError {
+    match e.downcast::<diesel::result::Error>() {
+        Ok(database) => match StoreError::from(*database) {
+            StoreError::Unavailable(why) => StoreError::Unavailable(format!("migration failed: {why}")),
+            other => StoreError::Internal(format!("migration failed: {other}")),
+        },
+        Err(e) => StoreError::Internal(format!("migration failed: {e}")),
+    }
 }
 
 fn versions(applied: Vec<diesel::migration::MigrationVersion<'_>>) -> Vec<String> {

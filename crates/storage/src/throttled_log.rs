@@ -10,17 +10,29 @@ use std::time::{Duration, Instant};
 pub const INTERVAL: Duration = Duration::from_secs(5);
 
 /// One kind of repeated error, logged at most once per [`INTERVAL`] (target
-/// `wpds::database`).
-#[derive(Debug, Default)]
+/// `wpds::database`) at its level.
+#[derive(Debug)]
 pub struct ThrottledLog {
+    level: log::Level,
     /// When the last line was written, and how many errors came since.
     state: Mutex<(Option<Instant>, u64)>,
 }
 
+impl Default for ThrottledLog {
+    fn default() -> Self {
+        Self::new(log::Level::Error)
+    }
+}
+
 impl ThrottledLog {
-    /// Logs `what: cause` at error level unless a line was written within [`INTERVAL`]
-    /// (then counts it); a line written after some were left out says how many.
-    pub fn error(&self, what: &str, cause: &dyn std::fmt::Display) {
+    /// A log of lines at `level` (a `static` may hold one).
+    pub const fn new(level: log::Level) -> Self {
+        ThrottledLog { level, state: Mutex::new((None, 0)) }
+    }
+
+    /// Logs `what: cause` unless a line was written within [`INTERVAL`] (then counts it);
+    /// a line written after some were left out says how many.
+    pub fn log(&self, what: &str, cause: &dyn std::fmt::Display) {
         let suppressed = {
             let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             let now = Instant::now();
@@ -33,15 +45,21 @@ impl ThrottledLog {
         };
         let cause = one_line(&cause.to_string());
         if suppressed == 0 {
-            log::error!(target: "wpds::database", "{what}: {cause}");
+            log::log!(target: "wpds::database", self.level, "{what}: {cause}");
         } else {
-            log::error!(
+            log::log!(
                 target: "wpds::database",
+                self.level,
                 "{what}: {cause} ({suppressed} more since the last such line, not logged)"
             );
         }
     }
 }
+
+/// A [`ThrottledLog`] shared by pools built one after the other (the SQLite writer
+/// rebuilds its pool after a fault), so that they count together.
+#[derive(Debug, Clone, Default)]
+pub struct SharedLog(pub std::sync::Arc<ThrottledLog>);
 
 /// `text` on one line: libpq's messages span several (`…failed: Connection refused\n\tIs
 /// the server running…`).
@@ -53,7 +71,13 @@ pub fn one_line(text: &str) -> String {
 /// database is away): through a [`ThrottledLog`].
 impl<E: std::fmt::Display> diesel::r2d2::HandleError<E> for ThrottledLog {
     fn handle_error(&self, error: E) {
-        self.error("cannot open a database connection", &error);
+        self.log("cannot open a database connection", &error);
+    }
+}
+
+impl<E: std::fmt::Display> diesel::r2d2::HandleError<E> for SharedLog {
+    fn handle_error(&self, error: E) {
+        self.0.handle_error(error);
     }
 }
 
@@ -73,9 +97,9 @@ mod tests {
     #[test]
     fn within_the_interval_errors_are_counted_not_logged() {
         let log = ThrottledLog::default();
-        log.error("x", &"first");
-        log.error("x", &"second");
-        log.error("x", &"third");
+        log.log("x", &"first");
+        log.log("x", &"second");
+        log.log("x", &"third");
         let state = log.state.lock().expect("not poisoned");
         assert_eq!(state.1, 2, "two left out, to be counted on the next line");
     }

@@ -69,7 +69,7 @@ fn behind_a_transaction_pooler_each_unit_of_work_is_a_transaction_with_its_timeo
     let (statement, lock, _) = short.expect("the work runs");
     assert_eq!(statement, "1500ms");
     let lock_ms: u64 = lock.trim_end_matches("ms").parse().expect("milliseconds");
-    assert!((200..=300).contains(&lock_ms), "lock_timeout {lock}");
+    assert!((1..300).contains(&lock_ms), "lock_timeout {lock}, shortened below the 300 ms left");
     assert_eq!(after, ("0".to_owned(), "0".to_owned(), 0), "the session keeps nothing");
 }
 
