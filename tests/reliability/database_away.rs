@@ -149,3 +149,37 @@ fn migrate_and_the_demo_fail_at_once_while_postgresql_is_away() {
         assert!(stderr.contains("cannot connect to PostgreSQL"), "wpds {args:?}: {stderr}");
     }
 }
+
+#[test]
+#[ignore = "needs PostgreSQL: run with TEST_DATABASE_URL=postgres://… and --include-ignored"]
+fn while_postgresql_is_away_under_a_balancers_checks_the_log_gets_a_few_lines_not_a_flood() {
+    // Arrange: a running server reaching its database through a proxy, ready.
+    let seeded = Seeded::postgres();
+    let proxy = Proxy::to(through_proxy(&seeded.database.url, 0).0);
+    let url = through_proxy(&seeded.database.url, proxy.port).1;
+    let server = Server::start_with(&url, &[("WPDS_LOG", "info"), ("WPDS_LOG_FORMAT", "json")]);
+    let agent = agent();
+    assert_eq!(readyz(&agent, &server.base).ok(), Some(200));
+
+    // Act: the database goes away for 6 s while a balancer checks /readyz every 100 ms and
+    // a client writes every 100 ms (each failure discards connections, which the pool
+    // then tries to open again in the background).
+    proxy.cut();
+    let started = Instant::now();
+    let mut answers = Vec::new();
+    while started.elapsed() < Duration::from_secs(6) {
+        answers.push(readyz(&agent, &server.base).ok());
+        let written = put_cell(&agent, &server.base, &seeded.token, &cell("2024-08-01", "1", "x", 1));
+        answers.push(written.ok().map(|a| a.status));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let log = server.log_text();
+
+    // Assert: every answer 503; the outage's lines few (three sources, each at most one
+    // per 5 s), each on one line, one of them counting what it left out.
+    assert!(answers.iter().all(|a| *a == Some(503)), "{answers:?}");
+    let lines = outage_lines(&log);
+    assert!(!lines.is_empty() && lines.len() <= 9, "{} outage lines in 6 s: {lines:#?}", lines.len());
+    assert!(lines.iter().any(|l| l.contains("not logged")), "a count of what was left out: {lines:#?}");
+    eprintln!("database away while running: {} requests, {} outage lines in 6 s", answers.len(), lines.len());
+}
