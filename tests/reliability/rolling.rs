@@ -71,11 +71,14 @@ fn in_a_rolling_restart_keep_alive_clients_lose_no_request() {
     let (old_port, new_port) = (old.port, new.port);
     let (in_rotation, stop) = (Arc::new(AtomicBool::new(true)), Arc::new(AtomicBool::new(false)));
     let signalled = Arc::new(AtomicBool::new(false));
+    // The balancer's health check, from the signal on (before it, a check slowed by a busy
+    // machine must not take the old instance out early: every client is on it then).
     let checker = {
-        let (in_rotation, base) = (Arc::clone(&in_rotation), old.base.clone());
+        let (in_rotation, signalled, base) =
+            (Arc::clone(&in_rotation), Arc::clone(&signalled), old.base.clone());
         std::thread::spawn(move || {
             let agent = agent();
-            while readyz(&agent, &base).ok() == Some(200) {
+            while !signalled.load(Ordering::SeqCst) || readyz(&agent, &base).ok() == Some(200) {
                 std::thread::sleep(Duration::from_millis(100));
             }
             in_rotation.store(false, Ordering::SeqCst);

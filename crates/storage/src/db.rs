@@ -267,15 +267,17 @@ impl Database {
     /// Connects (reporting the real cause of a failure), builds the pool and applies any
     /// pending migrations.
     pub fn open(config: &DbConfig) -> Result<Self, StoreError> {
-        let database = Self::build(config)?;
+        let database = Self::connect(config)?;
         database.reach()?;
         Ok(database)
     }
 
-    /// Connects and builds the pool without migrating.
+    /// Connects and builds the pool without migrating. The connection comes first: a
+    /// command that fails on an unreachable server exits before the pool has a thread
+    /// opening connections (libpq torn down under such a thread at exit crashed a command).
     pub fn connect(config: &DbConfig) -> Result<Self, StoreError> {
+        probe(config)?;
         let database = Self::build(config)?;
-        database.probe()?;
         database.ready.store(true, Ordering::Relaxed);
         Ok(database)
     }
@@ -303,8 +305,12 @@ impl Database {
                 Pools::Sqlite(readers.build_unchecked(ConnectionManager::new(path)))
             }
             Engine::Postgres => {
+                // No idle connections kept open ahead of need (`min_idle` 0): the pool opens
+                // them as requests ask, so a start-up that waits for the database, or a
+                // process that exits, has no thread of the pool inside libpq.
                 let pool = Pool::builder()
                     .max_size(config.pool_size.max(1))
+                    .min_idle(Some(0))
                     .connection_timeout(config.timeout)
                     .test_on_check_out(false)
                     .error_handler(Box::new(ThrottledLog::default()))
@@ -335,22 +341,16 @@ impl Database {
         })
     }
 
-    /// Connects once directly, so an unreachable server or a bad URL is reported with its
-    /// real cause instead of after r2d2's retries (nothing to do on SQLite: [`Database::build`]
-    /// opened its file).
-    fn probe(&self) -> Result<(), StoreError> {
-        if self.engine == Engine::Postgres {
-            PgConnection::establish(&with_network_timeouts(&self.url, self.timeout)).map_err(|e| {
-                StoreError::Unavailable(format!("cannot connect to PostgreSQL: {}", one_line(&e.to_string())))
-            })?;
-        }
-        Ok(())
-    }
-
     /// Connects and applies pending migrations; from then on the database serves work.
     /// Returns the versions applied.
     pub fn reach(&self) -> Result<Vec<String>, StoreError> {
-        self.probe()?;
+        probe(&DbConfig {
+            url: self.url.clone(),
+            pool_size: 1,
+            timeout: self.timeout,
+            sqlite_synchronous: SqliteSynchronous::default(),
+            pooler: self.pooler,
+        })?;
         let applied = self.migrate()?;
         self.ready.store(true, Ordering::Relaxed);
         Ok(applied)
@@ -618,6 +618,18 @@ impl Database {
         }
         crate::db_run!(conn => conn.batch_execute("SELECT 1")).map_err(StoreError::from)
     }
+}
+
+/// Connects once directly to the PostgreSQL of `config`, so an unreachable server or a bad
+/// URL is reported with its real cause instead of after r2d2's retries (nothing to do on
+/// SQLite: [`Database::build`] opens its file).
+fn probe(config: &DbConfig) -> Result<(), StoreError> {
+    if config.engine() == Engine::Postgres {
+        PgConnection::establish(&with_network_timeouts(&config.url, config.timeout)).map_err(|e| {
+            StoreError::Unavailable(format!("cannot connect to PostgreSQL: {}", one_line(&e.to_string())))
+        })?;
+    }
+    Ok(())
 }
 
 /// Whether `conn` answers a trivial statement.
