@@ -141,10 +141,10 @@ impl From<wpds_storage::StoreError> for ApiError {
                 )],
             },
             StoreError::State(state) => {
-                let StateConflict { code, detail, current, violations } = *state;
+                let StateConflict { refusal, detail, current, violations } = *state;
                 let errors = (!violations.is_empty()).then(|| to_errors(violations));
                 ApiError::Conflict(Box::new(Conflict {
-                    code,
+                    code: problem_of(refusal),
                     detail,
                     current,
                     errors,
@@ -169,6 +169,31 @@ impl From<wpds_storage::StoreError> for ApiError {
                 ApiError::Unavailable(1)
             }
             StoreError::Internal(why) => ApiError::Internal(why),
+        }
+    }
+}
+
+/// The problem code of a refused change.
+fn problem_of(refusal: wpds_storage::error::Refusal) -> ProblemCode {
+    use wpds_storage::error::Refusal;
+    match refusal {
+        Refusal::AlreadyRetired => ProblemCode::AlreadyRetired,
+        Refusal::LinkExists => ProblemCode::LinkExists,
+        Refusal::CodeTaken => ProblemCode::CodeTaken,
+        Refusal::ImportKindMismatch => ProblemCode::ImportKindMismatch,
+        Refusal::ImportNotEditable => ProblemCode::ImportNotEditable,
+    }
+}
+
+#[cfg(test)]
+mod refusal_tests {
+    use super::problem_of;
+    use wpds_storage::error::Refusal;
+
+    #[test]
+    fn the_audit_log_names_a_refusal_as_its_problem_code_does() {
+        for refusal in Refusal::ALL {
+            assert_eq!(refusal.as_str(), problem_of(refusal).as_str(), "{refusal:?}");
         }
     }
 }

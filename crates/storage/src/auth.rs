@@ -246,7 +246,7 @@ pub fn record_refused(
 ) -> Result<(), StoreError> {
     let refused = match error {
         StoreError::NotFound(_) => "not_found",
-        StoreError::State(conflict) => conflict.code.as_str(),
+        StoreError::State(conflict) => conflict.refusal.as_str(),
         StoreError::Rule(violations) => violations.first().map_or("unprocessable", |v| v.code),
         StoreError::VersionConflict(_) => "version_conflict",
         StoreError::IdempotencyKeyReused(_) => "idempotency_key_reused",

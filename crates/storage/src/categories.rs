@@ -19,7 +19,7 @@
 
 use crate::db::DbConn;
 use crate::db_write;
-use crate::error::{RuleViolation, StateConflict, StoreError, VersionConflict};
+use crate::error::{Refusal, RuleViolation, StateConflict, StoreError, VersionConflict};
 use crate::ids::SentId;
 use crate::locks::RowLocks;
 use crate::schema::{categories, item_columns, product_type_columns, product_types};
@@ -27,7 +27,6 @@ use diesel::prelude::*;
 use diesel::upsert::excluded;
 use serde_json::json;
 use std::collections::{BTreeSet, HashMap, HashSet};
-use wpds_contract::problem::ProblemCode;
 use wpds_contract::types::CategorySettingsResult;
 
 /// A settings patch of one category: three lists, applied in order.
@@ -360,7 +359,7 @@ impl Settings {
         for (holder, code, (list, i)) in code_ops {
             if let Err(other) = book.set(holder, code) {
                 return Err(StoreError::State(Box::new(StateConflict {
-                    code: ProblemCode::CodeTaken,
+                    refusal: Refusal::CodeTaken,
                     detail: format!("Code {code} is used by {other}."),
                     current: None,
                     violations: vec![RuleViolation::new(

@@ -11,14 +11,13 @@
 use crate::auth::{AuditEntry, AuditLog};
 use crate::clock::{format_millis, now_millis};
 use crate::db::DbConn;
-use crate::error::{StateConflict, StoreError};
+use crate::error::{Refusal, StateConflict, StoreError};
 use crate::ids;
 use crate::models;
 use crate::schema::{audit_log, global_companies};
 use crate::{db_run, db_write};
 use diesel::prelude::*;
 use serde_json::{Value, json};
-use wpds_contract::problem::ProblemCode;
 use wpds_contract::types::GlobalCompany;
 
 impl models::GlobalCompany {
@@ -51,7 +50,7 @@ fn already_retired(row: models::GlobalCompany) -> StoreError {
     let detail = format!("Company {} was retired at {}.", company.id, company.retired_at);
     match serde_json::to_value(&company) {
         Ok(current) => StoreError::State(Box::new(StateConflict {
-            code: ProblemCode::AlreadyRetired,
+            refusal: Refusal::AlreadyRetired,
             detail,
             current: Some(current),
             violations: Vec::new(),

@@ -20,14 +20,13 @@
 use crate::clock::{format_millis, now_millis};
 use crate::db::DbConn;
 use crate::db_write;
-use crate::error::{RuleViolation, StateConflict, StoreError};
+use crate::error::{Refusal, RuleViolation, StateConflict, StoreError};
 use crate::ids::{self, SentId};
 use crate::locks::RowLocks;
 use crate::models::{ContactCompany, ContactPerson};
 use crate::schema::{company_links, contact_companies, contact_persons};
 use diesel::prelude::*;
 use std::collections::HashMap;
-use wpds_contract::problem::ProblemCode;
 use wpds_contract::types::{CompanyLink, CompanyLinkStatus, CompanySummary, PersonSummary};
 
 /// A link to create, as the request names it.
@@ -243,7 +242,7 @@ pub fn create_link(conn: &mut DbConn, new: NewCompanyLink) -> Result<CompanyLink
             .optional()?;
         if let Some(link) = existing {
             return Err(StoreError::State(Box::new(StateConflict {
-                code: ProblemCode::LinkExists,
+                refusal: Refusal::LinkExists,
                 detail: format!("Companies {main_id} and {rep_id} are linked already (link {link})."),
                 current: None,
                 violations: Vec::new(),

@@ -2,7 +2,6 @@
 //! "the database is unreachable" and "something unexpected" (logged, never shown).
 
 use serde_json::Value;
-use wpds_contract::problem::ProblemCode;
 use wpds_contract::types::BulkEditConflict;
 
 /// One broken rule of an operation (answered as 422 `unprocessable`).
@@ -32,7 +31,8 @@ pub enum StoreError {
     Rule(Vec<RuleViolation>),
     /// The same idempotency key was used with another body.
     IdempotencyKeyReused(String),
-    /// A state conflict other than a stale version (`already_retired`, `code_taken`, …).
+    /// The record's state refuses the change (it is retired already, a code is taken, …);
+    /// not a stale version.
     State(Box<StateConflict>),
     /// The expected version (or revision) is not the current one; nothing changed.
     VersionConflict(Box<VersionConflict>),
@@ -42,11 +42,50 @@ pub enum StoreError {
     Internal(String),
 }
 
+/// What in a record's state refuses a change. The server maps each to its problem code
+/// (`src/error.rs`): storage says what happened, not how the contract names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The global company was retired before.
+    AlreadyRetired,
+    /// A live link between the two companies exists.
+    LinkExists,
+    /// Another category or product type holds the code.
+    CodeTaken,
+    /// The assistant import is not of the kind the change is for.
+    ImportKindMismatch,
+    /// The assistant import is past review and can no longer be edited.
+    ImportNotEditable,
+}
+
+impl Refusal {
+    /// Every refusal.
+    pub const ALL: [Refusal; 5] = [
+        Refusal::AlreadyRetired,
+        Refusal::LinkExists,
+        Refusal::CodeTaken,
+        Refusal::ImportKindMismatch,
+        Refusal::ImportNotEditable,
+    ];
+
+    /// Its name, as the audit log stores a refused administrative call's outcome
+    /// (`detail.refused`); the same words the contract's problem codes use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Refusal::AlreadyRetired => "already_retired",
+            Refusal::LinkExists => "link_exists",
+            Refusal::CodeTaken => "code_taken",
+            Refusal::ImportKindMismatch => "import_kind_mismatch",
+            Refusal::ImportNotEditable => "import_not_editable",
+        }
+    }
+}
+
 /// A state conflict other than a stale version.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StateConflict {
-    /// The problem code (`already_retired`, `code_taken`, …).
-    pub code: ProblemCode,
+    /// What refuses the change.
+    pub refusal: Refusal,
     /// What conflicts, for people.
     pub detail: String,
     /// The resource as it is now, where the contract shows it.
@@ -89,7 +128,7 @@ impl std::fmt::Display for StoreError {
             StoreError::NotFound(what) => write!(f, "not found: {what}"),
             StoreError::Rule(violations) => write!(f, "{} rule violation(s)", violations.len()),
             StoreError::IdempotencyKeyReused(key) => write!(f, "idempotency key {key} reused"),
-            StoreError::State(conflict) => write!(f, "{}: {}", conflict.code, conflict.detail),
+            StoreError::State(conflict) => write!(f, "{}: {}", conflict.refusal.as_str(), conflict.detail),
             StoreError::VersionConflict(conflict) => write!(f, "version conflict: {}", conflict.detail),
             StoreError::Unavailable(why) => write!(f, "database unavailable: {why}"),
             StoreError::Internal(why) => write!(f, "storage failure: {why}"),

@@ -20,7 +20,7 @@
 use crate::clock::{format_millis, now_millis};
 use crate::db::DbConn;
 use crate::db_write;
-use crate::error::{RuleViolation, StateConflict, StoreError, VersionConflict};
+use crate::error::{Refusal, RuleViolation, StateConflict, StoreError, VersionConflict};
 use crate::ids::{self, SentId};
 use crate::models;
 use crate::schema::{assistant_imports, project_areas};
@@ -29,7 +29,6 @@ use crate::takeoff::issue_counts;
 use diesel::prelude::*;
 use serde_json::{Map, Value, json};
 use std::collections::{HashMap, HashSet};
-use wpds_contract::problem::ProblemCode;
 use wpds_contract::types::{
     AssistantImport, AssistantImportCounts, AssistantImportIssueSummary, AssistantImportKind,
     AssistantImportStatus, AssistantImportTarget,
@@ -106,8 +105,8 @@ impl models::AssistantImport {
 }
 
 /// A `409` state conflict without a `current` body.
-fn state_conflict(code: ProblemCode, detail: String) -> StoreError {
-    StoreError::State(Box::new(StateConflict { code, detail, current: None, violations: Vec::new() }))
+fn state_conflict(refusal: Refusal, detail: String) -> StoreError {
+    StoreError::State(Box::new(StateConflict { refusal, detail, current: None, violations: Vec::new() }))
 }
 
 /// `version_conflict` carrying `row` as a 200 would show it.
@@ -167,13 +166,13 @@ pub fn replace_takeoff(
             .ok_or_else(|| StoreError::NotFound(format!("assistant import {import_id}")))?;
         if row.kind != AssistantImportKind::Takeoff.as_str() {
             return Err(state_conflict(
-                ProblemCode::ImportKindMismatch,
+                Refusal::ImportKindMismatch,
                 format!("Import {import_id} is of kind {}; only a takeoff import has takeoff mappings.", row.kind),
             ));
         }
         if row.status != AssistantImportStatus::Review.as_str() {
             return Err(state_conflict(
-                ProblemCode::ImportNotEditable,
+                Refusal::ImportNotEditable,
                 format!("The import is {}; only an import in review can be edited.", row.status),
             ));
         }
@@ -244,11 +243,11 @@ pub fn replace_takeoff(
                     .optional()?;
                 match current {
                     Some(current) if current.kind != AssistantImportKind::Takeoff.as_str() => Err(state_conflict(
-                        ProblemCode::ImportKindMismatch,
+                        Refusal::ImportKindMismatch,
                         format!("Import {import_id} is of kind {}; only a takeoff import has takeoff mappings.", current.kind),
                     )),
                     Some(current) if current.status != AssistantImportStatus::Review.as_str() => Err(state_conflict(
-                        ProblemCode::ImportNotEditable,
+                        Refusal::ImportNotEditable,
                         format!("The import is {}; only an import in review can be edited.", current.status),
                     )),
                     Some(current) => Err(version_conflict(current, expected_version)),

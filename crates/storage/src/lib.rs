@@ -17,7 +17,9 @@
 //!   one transaction (SQLite: `BEGIN IMMEDIATE`), so two writers can never both succeed
 //!   with the same expected version.
 //! - Failures are [`error::StoreError`]; an unreachable database is `Unavailable`, never a
-//!   panic. Ids are 64-bit integers served as decimal strings; an id that does not parse
+//!   panic. They say what happened in storage's own terms ([`error::Refusal`], never the
+//!   contract's `ProblemCode`: `scripts/check-layering` greps for it); the server maps each
+//!   to its problem once. Ids are 64-bit integers served as decimal strings; an id that does not parse
 //!   names no record.
 //! - Timestamps are milliseconds since the Unix epoch (both engines keep them exactly).
 
