@@ -33,7 +33,7 @@ fn outage_lines(log: &str) -> Vec<&str> {
 fn started_while_postgresql_is_away_the_server_is_live_not_ready_and_migrates_once_it_is_reached() {
     // Arrange: the database is away; the server starts anyway.
     let (database, proxy, url) = away();
-    let server = Server::start_with(&url, &[("WPDS_LOG", "info"), ("WPDS_LOG_FORMAT", "json")]);
+    let server = Server::start_live(&url, &[("WPDS_LOG", "info"), ("WPDS_LOG_FORMAT", "json")]);
     let agent = agent();
 
     // Assert: live, not ready, and an operation answers 503 with Retry-After.
@@ -99,7 +99,7 @@ fn a_server_whose_database_stays_away_exits_1_after_the_wait_with_one_json_line_
     // Arrange: the database is away for good; a wait of 2 s.
     let (_database, _proxy, url) = away();
     let started = Instant::now();
-    let mut server = Server::start_with(
+    let mut server = Server::start_live(
         &url,
         &[("WPDS_DB_WAIT_SECONDS", "2"), ("WPDS_LOG", "info"), ("WPDS_LOG_FORMAT", "json")],
     );

@@ -105,22 +105,38 @@ impl Server {
     }
 
     /// Starts `wpds serve` on `database_url` with extra environment settings, on a free
-    /// loopback port, and waits until `/healthz` answers.
+    /// loopback port, and waits until `/readyz` answers 200 (on PostgreSQL the server
+    /// listens before it has reached and migrated its database).
     pub fn start_with(database_url: &str, settings: &[(&str, &str)]) -> Self {
+        Self::start_as(database_url, settings, &[], None).ready()
+    }
+
+    /// [`Server::start_with`], returning once `/healthz` answers, ready or not (for a
+    /// database that is away at start-up).
+    pub fn start_live(database_url: &str, settings: &[(&str, &str)]) -> Self {
         Self::start_as(database_url, settings, &[], None)
+    }
+
+    /// Waits (30 s at most) until `/readyz` answers 200.
+    fn ready(self) -> Self {
+        let agent = agent();
+        wait_until("/readyz answers 200 after start-up", Duration::from_secs(30), || {
+            readyz(&agent, &self.base).ok() == Some(200)
+        });
+        self
     }
 
     /// [`Server::start_with`], with the process's descriptor limit (`RLIMIT_NOFILE`, soft
     /// and hard, as `ulimit -n` sets it) lowered to `open_files` when given.
     pub fn start_limited(database_url: &str, settings: &[(&str, &str)], open_files: Option<u64>) -> Self {
-        Self::start_as(database_url, settings, &[], open_files)
+        Self::start_as(database_url, settings, &[], open_files).ready()
     }
 
     /// [`Server::start_with`], run through `wrapper` (a command that ends by executing its
     /// arguments in its own process, such as `setpriv … --`; empty: none), so that the
     /// process id is still the server's.
     pub fn start_wrapped(database_url: &str, settings: &[(&str, &str)], wrapper: &[&str]) -> Self {
-        Self::start_as(database_url, settings, wrapper, None)
+        Self::start_as(database_url, settings, wrapper, None).ready()
     }
 
     /// Starts `wpds serve` through `wrapper`, with the descriptor limit `open_files`.
