@@ -18,7 +18,7 @@
 //!   with the same expected version.
 //! - Failures are [`error::StoreError`]; an unreachable database is `Unavailable`, never a
 //!   panic. They say what happened in storage's own terms ([`error::Refusal`], never the
-//!   contract's `ProblemCode`: `scripts/check-layering` greps for it); the server maps each
+//!   contract's problem codes, which `scripts/check-layering` checks); the server maps each
 //!   to its problem once. Ids are 64-bit integers served as decimal strings; an id that does not parse
 //!   names no record.
 //! - Timestamps are milliseconds since the Unix epoch (both engines keep them exactly).
