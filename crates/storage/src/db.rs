@@ -276,7 +276,9 @@ impl Database {
     /// command that fails on an unreachable server exits before the pool has a thread
     /// opening connections (libpq torn down under such a thread at exit crashed a command).
     pub fn connect(config: &DbConfig) -> Result<Self, StoreError> {
-        probe(config)?;
+        if config.engine() == Engine::Postgres {
+            probe(&config.url, config.timeout)?;
+        }
         let database = Self::build(config)?;
         database.ready.store(true, Ordering::Relaxed);
         Ok(database)
@@ -344,13 +346,9 @@ impl Database {
     /// Connects and applies pending migrations; from then on the database serves work.
     /// Returns the versions applied.
     pub fn reach(&self) -> Result<Vec<String>, StoreError> {
-        probe(&DbConfig {
-            url: self.url.clone(),
-            pool_size: 1,
-            timeout: self.timeout,
-            sqlite_synchronous: SqliteSynchronous::default(),
-            pooler: self.pooler,
-        })?;
+        if self.engine == Engine::Postgres {
+            probe(&self.url, self.timeout)?;
+        }
         let applied = self.migrate()?;
         self.ready.store(true, Ordering::Relaxed);
         Ok(applied)
@@ -620,16 +618,12 @@ impl Database {
     }
 }
 
-/// Connects once directly to the PostgreSQL of `config`, so an unreachable server or a bad
-/// URL is reported with its real cause instead of after r2d2's retries (nothing to do on
-/// SQLite: [`Database::build`] opens its file).
-fn probe(config: &DbConfig) -> Result<(), StoreError> {
-    if config.engine() == Engine::Postgres {
-        PgConnection::establish(&with_network_timeouts(&config.url, config.timeout)).map_err(|e| {
-            StoreError::Unavailable(format!("cannot connect to PostgreSQL: {}", one_line(&e.to_string())))
-        })?;
-    }
-    Ok(())
+/// Connects once directly to the PostgreSQL at `url`, so an unreachable server or a bad URL
+/// is reported with its real cause instead of after r2d2's retries.
+fn probe(url: &str, timeout: Duration) -> Result<(), StoreError> {
+    PgConnection::establish(&with_network_timeouts(url, timeout)).map(drop).map_err(|e| {
+        StoreError::Unavailable(format!("cannot connect to PostgreSQL: {}", one_line(&e.to_string())))
+    })
 }
 
 /// Whether `conn` answers a trivial statement.

@@ -41,12 +41,10 @@ fn session(conn: &mut DbConn) -> (String, String, i64) {
     (setting(conn, "statement_timeout"), setting(conn, "lock_timeout"), prepared)
 }
 
-#[test]
-#[ignore = "needs PostgreSQL: run with TEST_DATABASE_URL=postgres://… and --include-ignored"]
-fn behind_a_transaction_pooler_each_unit_of_work_is_a_transaction_with_its_timeouts_and_the_session_keeps_nothing()
- {
-    // Arrange: a pool of one connection, migrated (the migration ran through it too).
-    let (url, _cleanup) = support::scratch_postgres(&require_postgres());
+/// A fresh PostgreSQL database, migrated, behind a pool of one connection in transaction
+/// mode (a database timeout of 1.5 s), and what drops it.
+fn pooled_database() -> (Database, support::Cleanup) {
+    let (url, cleanup) = support::scratch_postgres(&require_postgres());
     let config = DbConfig {
         url,
         pool_size: 1,
@@ -54,7 +52,15 @@ fn behind_a_transaction_pooler_each_unit_of_work_is_a_transaction_with_its_timeo
         sqlite_synchronous: Default::default(),
         pooler: Pooler::Transaction,
     };
-    let db = Database::open(&config).expect("PostgreSQL is reachable");
+    (Database::open(&config).expect("PostgreSQL is reachable"), cleanup)
+}
+
+#[test]
+#[ignore = "needs PostgreSQL: run with TEST_DATABASE_URL=postgres://… and --include-ignored"]
+fn behind_a_transaction_pooler_each_unit_of_work_is_a_transaction_with_its_timeouts_and_the_session_keeps_nothing()
+ {
+    // Arrange: a pool of one connection, migrated (the migration ran through it too).
+    let (db, _cleanup) = pooled_database();
 
     // Act: a unit of work with its whole budget, one left with 300 ms, and the session
     // afterwards (outside any unit of work, on the same connection).
@@ -77,15 +83,7 @@ fn behind_a_transaction_pooler_each_unit_of_work_is_a_transaction_with_its_timeo
 #[ignore = "needs PostgreSQL: run with TEST_DATABASE_URL=postgres://… and --include-ignored"]
 fn behind_a_transaction_pooler_what_work_wrote_before_its_refusal_is_kept_and_a_failed_write_is_not() {
     // Arrange
-    let (url, _cleanup) = support::scratch_postgres(&require_postgres());
-    let config = DbConfig {
-        url,
-        pool_size: 1,
-        timeout: Duration::from_millis(1500),
-        sqlite_synchronous: Default::default(),
-        pooler: Pooler::Transaction,
-    };
-    let db = Database::open(&config).expect("PostgreSQL is reachable");
+    let (db, _cleanup) = pooled_database();
     let deadline = || Instant::now() + Duration::from_secs(5);
     db.run_until(
         deadline(),
