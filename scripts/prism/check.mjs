@@ -12,7 +12,9 @@
 // 1. Every operation's first request example (refresh with a real refresh token) gets its
 //    documented success status, and every documented error a schema-valid request can
 //    provoke gets its status (401, 403, 404, 409, 422, and 429 with the rate limit on):
-//    Prism must report no violation on any of them (no `sl-violations` header).
+//    Prism must report no violation on any of them (no `sl-violations` header). Which
+//    operations get which case comes from the document (their `security` and `responses`);
+//    only the 422 bodies are written here, and that table is checked against the document.
 // 2. A schema-invalid request per operation is answered by Prism itself (it never reaches
 //    the server); those are listed, not failed.
 // 3. The canary: each operation's success request through the scratch document must be
@@ -28,21 +30,28 @@ const doc = JSON.parse(readFileSync(env('DOC_JSON'), 'utf8'));
 const canaryFields = JSON.parse(env('CANARY_FIELDS'));
 const deref = (node) => (node && node.$ref ? deref(node.$ref.split('/').slice(1).reduce((n, k) => n[k], doc)) : node);
 
-// The operations, with their path filled from the parameters' examples and their first
-// request example.
+// The operations, with their path filled from the parameters' examples (`pathWith` fills it
+// with one of them replaced), their first request example, and who may call them (`access`:
+// public, platform-admin, workspace-member, or any caller with a token).
 const operations = {};
 for (const [template, item] of Object.entries(doc.paths)) {
   for (const [method, op] of Object.entries(item)) {
-    let path = template;
-    for (const param of (op.parameters || []).map(deref).filter((p) => p.in === 'path')) {
-      path = path.replace(`{${param.name}}`, param.example);
-    }
+    const pathParams = (op.parameters || []).map(deref).filter((p) => p.in === 'path');
+    const pathWith = (replaced = {}) =>
+      pathParams.reduce((path, p) => path.replace(`{${p.name}}`, replaced[p.name] ?? p.example), template);
     const examples = op.requestBody?.content?.['application/json']?.examples;
     const body = examples ? deref(Object.values(examples)[0]).value : undefined;
     const success = Number(Object.keys(op.responses).find((s) => s.startsWith('2')));
-    operations[op.operationId] = { method: method.toUpperCase(), path, body, success, statuses: Object.keys(op.responses).map(Number) };
+    const security = op.security ?? doc.security ?? [];
+    const scopes = security.flatMap((requirement) => Object.values(requirement).flat());
+    const access = security.length === 0 ? 'public' : ['platform-admin', 'workspace-member'].find((s) => scopes.includes(s)) ?? 'any';
+    operations[op.operationId] = {
+      method: method.toUpperCase(), path: pathWith(), pathWith, pathParams: pathParams.map((p) => p.name),
+      body, success, access, statuses: Object.keys(op.responses).map(Number),
+    };
   }
 }
+const documenting = (status) => Object.entries(operations).filter(([, op]) => op.statuses.includes(status));
 
 const failures = [];
 const rows = [];
@@ -68,8 +77,7 @@ async function expect(id, what, expected, request) {
 const ADMIN = env('ADMIN');
 const MEMBER = env('MEMBER');
 const OUTSIDER = env('OUTSIDER');
-const with_ = (id, patch) => ({ ...operations[id].body, ...patch });
-const on = (id, path) => ({ path });
+const with_ = (id, patch) => ({ ...operations[id]?.body, ...patch });
 
 // 1a. Successes, each once on the fresh demo.
 const body = (id) => (id === 'refreshToken' ? { refreshToken: env('REFRESH') } : operations[id].body);
@@ -77,32 +85,46 @@ for (const [id, op] of Object.entries(operations)) {
   await expect(id, 'its first example', op.success, { token: ADMIN, body: body(id) });
 }
 // 1b. Documented errors of schema-valid requests.
+// 401 and 403: by the operation's `security`. An operation without one (refresh) takes its
+// credential in the body, spent by its success above.
 for (const [id, op] of Object.entries(operations)) {
-  if (id === 'refreshToken') {
-    await expect(id, 'a spent refresh token', 401, { body: body(id) });
+  if (op.access === 'public') {
+    if (op.statuses.includes(401)) await expect(id, 'its credential again (spent)', 401, { body: body(id) });
     continue;
   }
   await expect(id, 'no token', 401, { token: undefined });
-  const admin = op.path.startsWith('/admin/');
-  await expect(id, admin ? 'not an administrator' : 'not a member', 403, { token: admin ? MEMBER : OUTSIDER });
+  if (op.access === 'platform-admin') await expect(id, 'not an administrator', 403, { token: MEMBER });
+  if (op.access === 'workspace-member') await expect(id, 'not a member', 403, { token: OUTSIDER });
 }
-const missing = {
-  assignDocumentType: '/v1/workspaces/1/projects/7/documents/99999/type',
-  replaceTakeoffMappings: '/v1/workspaces/1/assistant/imports/99999/takeoff',
-  retireGlobalCompany: '/admin/api/global-companies/99999/retire',
-  patchCategorySettings: '/v1/workspaces/1/categories/99999/settings',
-  resetAssistantCreditAllowance: '/admin/api/assistant/workspaces/99999/credit-resets',
-  listCommercialReceipts: '/v1/workspaces/1/projects/99999/sync-updates/commercial-receipts',
-};
-for (const [id, path] of Object.entries(missing)) await expect(id, 'a record the path names does not exist', 404, { token: ADMIN, ...on(id, path) });
-// The success requests again: now stale (or already done).
-for (const id of ['assignDocumentType', 'bulkEditCatalogFamilies', 'replaceTakeoffMappings', 'retireGlobalCompany', 'patchCategorySettings', 'createCompanyLink', 'setOwnTimeLogCell']) {
+// 404 wherever documented: the example path with its last id (a path parameter named
+// `…Id`) naming nothing, never the workspace of a member operation (an unknown workspace is
+// 403 there). An operation whose 404 this cannot reach gets a path of its own in
+// `missingPaths`.
+const missingPaths = {};
+for (const id of Object.keys(missingPaths)) {
+  if (!operations[id]?.statuses.includes(404)) failures.push(`scripts/prism/check.mjs \`missingPaths\` names ${id}, which documents no 404`);
+}
+for (const [id, op] of documenting(404)) {
+  const ids = op.pathParams.filter((name) => name.endsWith('Id') && !(op.access === 'workspace-member' && name === 'workspaceId'));
+  const path = missingPaths[id] ?? (ids.length ? op.pathWith({ [ids.at(-1)]: '99999' }) : undefined);
+  if (!path) {
+    failures.push(`${id} documents 404 but its path has no id to name nothing with: give it a path in \`missingPaths\` of scripts/prism/check.mjs`);
+    continue;
+  }
+  await expect(id, 'a record the path names does not exist', 404, { token: ADMIN, path });
+}
+// 409 wherever documented: the success request again, now stale (or already done). An
+// operation whose repeat is not a conflict needs a request of its own here.
+for (const [id] of documenting(409)) {
   await expect(id, 'the same request again (stale, or done)', 409, { token: ADMIN });
 }
+// 422: a body that breaks a business rule the operation documents. A schema cannot say
+// which ids exist or which values a rule refuses, so these bodies are written here, one per
+// operation documenting 422; the table is checked against the document both ways below.
 const rules = {
   assignDocumentType: with_('assignDocumentType', { typeId: '99', expectedVersion: 5 }),
   bulkEditCatalogFamilies: { targets: [{ familyId: '99999', familyVersion: 1 }], fieldKey: 'notes', value: 'x' },
-  createCrossProjectReportExport: { ...operations.createCrossProjectReportExport.body, requestId: '0b1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d', configuration: { version: 1, projectScope: { mode: 'fixed', projectIds: ['99999'] } } },
+  createCrossProjectReportExport: with_('createCrossProjectReportExport', { requestId: '0b1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d', configuration: { version: 1, projectScope: { mode: 'fixed', projectIds: ['99999'] } } }),
   replaceTakeoffMappings: with_('replaceTakeoffMappings', { projectId: '12' }),
   patchCategorySettings: { expectedRevision: 8, ops: [{ productTypeId: '99999', itemColumnId: '8', isActive: true }] },
   createCompanyLink: { mainCompanyId: '61', repCompanyId: '61' },
@@ -110,17 +132,28 @@ const rules = {
   resetAssistantCreditAllowance: with_('resetAssistantCreditAllowance', { userId: '99999' }),
   retireGlobalCompany: { reason: 'merged\u0000' },
 };
-for (const [id, ruleBody] of Object.entries(rules)) await expect(id, 'a rule it documents (422)', 422, { token: ADMIN, body: ruleBody });
-// 429: the demo server runs with a rate limit; the member reads until it is reached.
+for (const [id] of documenting(422)) {
+  if (!(id in rules)) failures.push(`${id} documents 422 but scripts/prism/check.mjs has no body for it in \`rules\`: add one that breaks a rule it documents`);
+}
+for (const [id, ruleBody] of Object.entries(rules)) {
+  if (!operations[id]) {
+    failures.push(`scripts/prism/check.mjs \`rules\` names ${id}, which is not an operation of the document`);
+    continue;
+  }
+  await expect(id, 'a rule it documents (422)', 422, { token: ADMIN, body: ruleBody });
+}
+// 429: the demo server runs with a rate limit; the member reads (the first member read of
+// the document) until it is reached.
 {
+  const [readId, read] = Object.entries(operations).find(([, op]) => op.method === 'GET' && op.access === 'workspace-member');
   let answer;
   for (let i = 0; i < 200; i++) {
-    answer = await send(env('PRISM_URL'), { method: 'GET', path: operations.listCommercialReceipts.path, token: MEMBER });
+    answer = await send(env('PRISM_URL'), { method: 'GET', path: read.path, token: MEMBER });
     if (answer.status === 429 || answer.violations) break;
   }
   const ok = answer.status === 429 && !answer.violations;
-  rows.push(`${ok ? 'ok  ' : 'FAIL'} listCommercialReceipts beyond the rate limit: ${answer.status}`);
-  if (!ok) failures.push(`listCommercialReceipts beyond the rate limit: ${answer.status} ${answer.violations || ''}`);
+  rows.push(`${ok ? 'ok  ' : 'FAIL'} ${readId} beyond the rate limit: ${answer.status}`);
+  if (!ok) failures.push(`${readId} beyond the rate limit: ${answer.status} ${answer.violations || ''}`);
 }
 
 // 2. Schema-invalid requests: Prism answers them itself.

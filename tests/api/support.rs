@@ -41,6 +41,9 @@ pub struct Options {
     pub compression: bool,
     /// Origins whose browser pages may call the API (`--cors-origins`).
     pub cors_origins: Vec<String>,
+    /// How long the caller's token and memberships may be served from the authentication
+    /// cache (`--auth-cache-ttl-ms`); `None` is the server's default.
+    pub auth_cache_ttl: Option<std::time::Duration>,
 }
 
 impl Default for Options {
@@ -52,6 +55,7 @@ impl Default for Options {
             body_memory_mib: 64,
             compression: true,
             cors_origins: Vec::new(),
+            auth_cache_ttl: None,
         }
     }
 }
@@ -105,6 +109,9 @@ pub fn spawn_app_with(options: Options) -> TestApp {
     config.body_memory_mib = options.body_memory_mib;
     config.compression = options.compression;
     config.cors_origins = options.cors_origins.clone();
+    if let Some(ttl) = options.auth_cache_ttl {
+        config.auth_cache_ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+    }
     let state = AppState {
         db: Arc::clone(&db),
         lifetimes: TokenLifetimes::default(),
@@ -428,6 +435,28 @@ impl Raw {
             Raw::Postgres(c) => c.batch_execute(sql),
         }
     }
+
+    /// The names of the database's own tables (the engine's catalogue left out).
+    pub fn tables(&mut self) -> Vec<String> {
+        use diesel::RunQueryDsl;
+        #[derive(diesel::QueryableByName)]
+        struct Table {
+            #[diesel(sql_type = diesel::sql_types::Text)]
+            name: String,
+        }
+        let tables: Vec<Table> = match self {
+            Raw::Sqlite(c) => diesel::sql_query(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite!_%' ESCAPE '!'",
+            )
+            .load(c),
+            Raw::Postgres(c) => diesel::sql_query(
+                "SELECT tablename::text AS name FROM pg_tables WHERE schemaname = current_schema()",
+            )
+            .load(c),
+        }
+        .expect("the tables are listed");
+        tables.into_iter().map(|t| t.name).collect()
+    }
 }
 
 /// Opens a [`Raw`] connection to `app`'s database.
@@ -443,7 +472,7 @@ pub fn raw_connection(app: &TestApp) -> Raw {
 }
 
 /// Holds a lock that keeps the operation's work from proceeding: SQLite's writer lock, or
-/// an exclusive lock on the operation's table on PostgreSQL.
+/// an exclusive lock on `table` (or on each of several, separated by commas) on PostgreSQL.
 pub fn lock(conn: &mut Raw, table: &str) {
     match conn {
         Raw::Sqlite(c) => c.batch_execute("BEGIN IMMEDIATE").unwrap(),
@@ -451,4 +480,12 @@ pub fn lock(conn: &mut Raw, table: &str) {
             c.batch_execute(&format!("BEGIN; LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")).unwrap()
         }
     }
+}
+
+/// Holds a lock that keeps any work on the database from proceeding, whatever it touches:
+/// SQLite's writer lock (reads still proceed, from the last commit), or an exclusive lock on
+/// every table on PostgreSQL (reads wait too).
+pub fn lock_every_table(conn: &mut Raw) {
+    let tables = conn.tables().join(", ");
+    lock(conn, &tables);
 }
