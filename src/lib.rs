@@ -22,10 +22,10 @@
 //! - Errors travel as [`error::ApiError`] and are mapped to HTTP in exactly one place
 //!   ([`http::problem`]); internal detail is logged under the trace id, never sent.
 //! - Nothing the client sends can make the server panic or answer 500.
-//! - Database work never runs on the async workers: a handler reads through
-//!   [`state::AppState::run`] (the blocking pool) and writes through
-//!   [`state::AppState::write`] (on SQLite the writer thread, which batches writes; a write
-//!   sent through `run` would still be correct, only slower, queuing on SQLite's lock).
+//! - One way into the database: a handler hands a repository's `Read` or `Write` to
+//!   [`state::AppState::read`] or [`state::AppState::write`] with the request's budget
+//!   ([`http::operation::RequestContext::budget`]). Storage decides which connection serves
+//!   it (`wpds_storage::work`); database work never runs on the async workers.
 
 pub mod auth_cache;
 pub mod config;

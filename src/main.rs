@@ -238,6 +238,8 @@ fn serve(mut config: ServeConfig, settings: &[String]) -> Result<(), String> {
                 TcpListener::bind(bind).map_err(|e| format!("cannot listen for metrics on {bind}: {e}"))?;
             let ids: Vec<&str> = wpds::operations::OPERATIONS.iter().map(|op| op.id).collect();
             let metrics = Arc::new(wpds::metrics::Metrics::new(Arc::clone(&state.db), &ids));
+            let waits = Arc::clone(&metrics);
+            state.db.observe_pool_waits(Box::new(move |wait| waits.pool_wait.observe(wait.as_secs_f64())));
             state.metrics = Some(Arc::clone(&metrics));
             Some((metrics, listener))
         }

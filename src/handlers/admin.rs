@@ -18,7 +18,7 @@ pub async fn retire_global_company(
 ) -> Result<RetireGlobalCompanyResponse, ApiError> {
     let company_id = record_id(&path.company_id, "global company")?;
     let actor = ctx.caller()?.user_id;
-    let company = state.write(move |conn| companies::retire(conn, company_id, actor, &body.reason)).await?;
+    let company = state.write(&ctx.budget, companies::retire(company_id, actor, body.reason)).await?;
     Ok(RetireGlobalCompanyResponse::Created(company))
 }
 
@@ -36,6 +36,6 @@ pub async fn reset_assistant_credit_allowance(
         reason: body.reason,
         reset_by: ctx.caller()?.user_id,
     };
-    state.write(move |conn| credits::reset_allowance(conn, reset)).await?;
+    state.write(&ctx.budget, credits::reset_allowance(reset)).await?;
     Ok(ResetAssistantCreditAllowanceResponse::Ok(CreditResetResult::new()))
 }

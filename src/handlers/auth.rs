@@ -13,7 +13,7 @@ pub async fn refresh_token(
     body: RefreshTokenRequest,
 ) -> Result<RefreshTokenResponse, ApiError> {
     let lifetimes = state.lifetimes;
-    let outcome = state.write(move |conn| auth::refresh(conn, &body.refresh_token, lifetimes)).await?;
+    let outcome = state.write(&ctx.budget, auth::refresh(body.refresh_token, lifetimes)).await?;
     match outcome {
         Ok(pair) => Ok(RefreshTokenResponse::Ok {
             body: TokenPair {

@@ -11,7 +11,7 @@ use wpds_storage::ids::SentId;
 /// Sets one text field on up to 500 catalog families of the workspace, all or nothing.
 pub async fn bulk_edit_catalog_families(
     state: &AppState,
-    _ctx: RequestContext,
+    ctx: RequestContext,
     path: BulkEditCatalogFamiliesPath,
     body: CatalogBulkEditRequest,
 ) -> Result<BulkEditCatalogFamiliesResponse, ApiError> {
@@ -21,7 +21,7 @@ pub async fn bulk_edit_catalog_families(
         field_key: body.field_key,
         value: body.value,
     };
-    let result = state.write(move |conn| catalog::bulk_edit(conn, workspace_id, change)).await?;
+    let result = state.write(&ctx.budget, catalog::bulk_edit(workspace_id, change)).await?;
     Ok(BulkEditCatalogFamiliesResponse::Ok(result))
 }
 

@@ -12,7 +12,7 @@ use wpds_storage::ids::SentId;
 /// Applies a settings patch to a category.
 pub async fn patch_category_settings(
     state: &AppState,
-    _ctx: RequestContext,
+    ctx: RequestContext,
     path: PatchCategorySettingsPath,
     body: PatchCategorySettingsRequest,
 ) -> Result<PatchCategorySettingsResponse, ApiError> {
@@ -39,7 +39,7 @@ pub async fn patch_category_settings(
     let change = Arc::new(change);
     let shared = Arc::clone(&change);
     let result =
-        state.write(move |conn| categories::patch_settings(conn, workspace_id, category_id, &shared)).await;
+        state.write(&ctx.budget, categories::patch_settings(workspace_id, category_id, shared)).await;
     drop(change);
     Ok(PatchCategorySettingsResponse::Ok(result?))
 }

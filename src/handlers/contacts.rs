@@ -11,7 +11,7 @@ use wpds_storage::ids::SentId;
 /// `create_company_link`: 201 with the new link.
 pub async fn create_company_link(
     state: &AppState,
-    _ctx: RequestContext,
+    ctx: RequestContext,
     path: CreateCompanyLinkPath,
     body: CreateCompanyLinkRequest,
 ) -> Result<CreateCompanyLinkResponse, ApiError> {
@@ -22,6 +22,6 @@ pub async fn create_company_link(
         main_person_id: body.main_person_id.map(SentId::parse),
         rep_person_id: body.rep_person_id.map(SentId::parse),
     };
-    let link = state.write(move |conn| contacts::create_link(conn, new)).await?;
+    let link = state.write(&ctx.budget, contacts::create_link(new)).await?;
     Ok(CreateCompanyLinkResponse::Created(link))
 }

@@ -11,7 +11,7 @@ use wpds_storage::ids::{self, SentId};
 /// Assigns (or clears) a document's type.
 pub async fn assign_document_type(
     state: &AppState,
-    _ctx: RequestContext,
+    ctx: RequestContext,
     path: AssignDocumentTypePath,
     body: AssignDocumentTypeRequest,
 ) -> Result<AssignDocumentTypeResponse, ApiError> {
@@ -29,7 +29,7 @@ pub async fn assign_document_type(
         expected_version: body.expected_version,
     };
     let document = state
-        .write(move |conn| documents::assign_type(conn, workspace_id, project_id, document_id, change))
+        .write(&ctx.budget, documents::assign_type(workspace_id, project_id, document_id, change))
         .await?;
     Ok(AssignDocumentTypeResponse::Ok(document))
 }

@@ -25,7 +25,7 @@ pub async fn create_cross_project_report_export(
         name: body.name,
         configuration: body.configuration,
     };
-    let created = state.write(move |conn| exports::create(conn, new)).await?;
+    let created = state.write(&ctx.budget, exports::create(new)).await?;
     Ok(CreateCrossProjectReportExportResponse::Created {
         body: created.record,
         // Absent on a first answer, as the document says: only a replay carries it.

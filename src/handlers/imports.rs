@@ -11,7 +11,7 @@ use wpds_storage::imports;
 /// `replace_takeoff_mappings`: replaces the takeoff mappings of an import in review.
 pub async fn replace_takeoff_mappings(
     state: &AppState,
-    _ctx: RequestContext,
+    ctx: RequestContext,
     path: ReplaceTakeoffMappingsPath,
     body: ReplaceTakeoffMappingsRequest,
 ) -> Result<ReplaceTakeoffMappingsResponse, ApiError> {
@@ -23,7 +23,6 @@ pub async fn replace_takeoff_mappings(
         grouping_level: body.grouping_level,
         area_mappings: body.area_mappings,
     };
-    let import =
-        state.write(move |conn| imports::replace_takeoff(conn, workspace_id, import_id, change)).await?;
+    let import = state.write(&ctx.budget, imports::replace_takeoff(workspace_id, import_id, change)).await?;
     Ok(ReplaceTakeoffMappingsResponse::Ok(import))
 }

@@ -14,7 +14,7 @@ const DEFAULT_LIMIT: i64 = 25;
 /// `list_commercial_receipts`: 200 with one page.
 pub async fn list_commercial_receipts(
     state: &AppState,
-    _ctx: RequestContext,
+    ctx: RequestContext,
     path: ListCommercialReceiptsPath,
     query: ListCommercialReceiptsQuery,
 ) -> Result<ListCommercialReceiptsResponse, ApiError> {
@@ -26,7 +26,7 @@ pub async fn list_commercial_receipts(
         cursor: query.cursor,
     };
     let page =
-        state.run(move |conn| receipts::list(conn, listing)).await?.map_err(|receipts::ForeignCursor| {
+        state.read(&ctx.budget, receipts::list(listing)).await?.map_err(|receipts::ForeignCursor| {
             ApiError::Validation(
                 vec![ProblemError::new(
                     ProblemErrorIn::Query,

@@ -16,12 +16,6 @@ pub async fn set_own_time_log_cell(
 ) -> Result<SetOwnTimeLogCellResponse, ApiError> {
     let workspace_id = record_id(&path.workspace_id, "workspace")?;
     let write = time_log::CellChange::requested(workspace_id, ctx.caller()?.user_id, body);
-    let entry = state
-        .write_first(
-            write,
-            |conn, write| Box::pin(time_log::set_current_cell(conn, write)),
-            time_log::set_cell,
-        )
-        .await?;
+    let entry = state.write(&ctx.budget, time_log::set_cell(write)).await?;
     Ok(SetOwnTimeLogCellResponse::Ok(TimeLogCellResult { entry }))
 }

@@ -11,42 +11,40 @@
 //! member"). Nothing here looks at the path's shape.
 //!
 //! Both lookups go through [`crate::auth_cache`] first, so a busy token costs no
-//! database round trip per request. A server built with the `bench-unchecked` feature
-//! (for `scripts/bench` only: it measures what these checks cost) skips them: there the
-//! bearer value is taken as the caller's user id, with no lookup and no membership check.
+//! database round trip per request. What they and the counters of a shared rate limit
+//! read from the database comes out of the request's [`Budget`].
 
 use crate::error::ApiError;
-#[cfg(not(feature = "bench-unchecked"))]
-use crate::http::operation::Access;
-use crate::http::operation::Operation;
+use crate::http::operation::{Access, Operation};
 use crate::rate_limit::{Count, Subject};
 use crate::state::AppState;
 use actix_web::http::header::AUTHORIZATION;
 use actix_web::{HttpMessage, HttpRequest};
+use wpds_storage::Budget;
 use wpds_storage::auth::Caller;
 
 /// Authenticates and authorises `req` for `op`; `None` for an unsecured operation.
 /// `check_path` runs between the two, as the contract's precedence has it: 401 (and 429),
 /// then 400 for a path parameter that breaks its schema, then 403.
-#[cfg(not(feature = "bench-unchecked"))]
 pub async fn check(
     op: &Operation,
     req: &HttpRequest,
     state: &AppState,
+    budget: &Budget,
     check_path: impl FnOnce() -> Result<(), ApiError>,
 ) -> Result<Option<Caller>, ApiError> {
     if !op.secured() {
-        limit_address(req, state).await?;
+        limit_address(req, state, budget).await?;
         return Ok(None);
     }
-    let caller = match authenticate(req, state).await {
+    let caller = match authenticate(req, state, budget).await {
         Ok(caller) => caller,
         Err(unauthenticated) => {
-            limit_address(req, state).await?;
+            limit_address(req, state, budget).await?;
             return Err(unauthenticated);
         }
     };
-    limit(req, state, Subject::User(caller.user_id)).await?;
+    limit(req, state, budget, Subject::User(caller.user_id)).await?;
     check_path()?;
     match op.access {
         Access::PlatformAdmin if !caller.is_platform_admin => {
@@ -57,7 +55,7 @@ pub async fn check(
             let workspace = req.match_info().get("workspaceId").unwrap_or_default();
             let denied = || ApiError::Forbidden(format!("You are not a member of workspace {workspace}."));
             let Some(workspace_id) = wpds_storage::ids::parse(workspace) else { return Err(denied()) };
-            if !is_member(state, workspace_id, caller.user_id).await? {
+            if !is_member(state, budget, workspace_id, caller.user_id).await? {
                 return Err(denied());
             }
         }
@@ -67,8 +65,7 @@ pub async fn check(
 }
 
 /// The caller the request's bearer token names, from the cache when it knows.
-#[cfg(not(feature = "bench-unchecked"))]
-async fn authenticate(req: &HttpRequest, state: &AppState) -> Result<Caller, ApiError> {
+async fn authenticate(req: &HttpRequest, state: &AppState, budget: &Budget) -> Result<Caller, ApiError> {
     let token = bearer_token(req)?;
     let cached = state.auth_cache.caller(&token);
     if let Some(metrics) = &state.metrics {
@@ -78,7 +75,7 @@ async fn authenticate(req: &HttpRequest, state: &AppState) -> Result<Caller, Api
         return Ok(caller);
     }
     let caller = state
-        .statement(token.clone(), |conn, token| Box::pin(wpds_storage::auth::authenticate(conn, token)))
+        .read(budget, wpds_storage::auth::authenticate(token.clone()))
         .await?
         .ok_or_else(|| unauthenticated("The access token is unknown, expired or revoked.", true))?;
     state.auth_cache.remember_caller(&token, caller.clone());
@@ -87,30 +84,29 @@ async fn authenticate(req: &HttpRequest, state: &AppState) -> Result<Caller, Api
 
 /// Counts the request against its client address (refresh, and requests without a usable
 /// token).
-async fn limit_address(req: &HttpRequest, state: &AppState) -> Result<(), ApiError> {
+async fn limit_address(req: &HttpRequest, state: &AppState, budget: &Budget) -> Result<(), ApiError> {
     let Some(peer) = req.peer_addr() else {
         return Ok(());
     };
     let address = state.limiter.client_address(peer.ip(), req.headers());
-    limit(req, state, Subject::Address(address)).await
+    limit(req, state, budget, Subject::Address(address)).await
 }
 
 /// Counts the request against `subject`: 429 beyond the limit. The standing goes into the
 /// request's extensions, for the answer's `RateLimit` fields. When the shared counters
 /// cannot be reached the request goes through, logged.
-async fn limit(req: &HttpRequest, state: &AppState, subject: Subject) -> Result<(), ApiError> {
+async fn limit(
+    req: &HttpRequest,
+    state: &AppState,
+    budget: &Budget,
+    subject: Subject,
+) -> Result<(), ApiError> {
     let standing = match state.limiter.prepare(&subject) {
         Count::Off => return Ok(()),
         Count::Known(standing) => standing,
         Count::Shared { key, window_start, sweep_before } => {
-            let counted = state
-                .run(move |conn| {
-                    if let Some(before) = sweep_before {
-                        wpds_storage::rate_limits::forget_before(conn, before)?;
-                    }
-                    wpds_storage::rate_limits::hit(conn, &key, window_start)
-                })
-                .await;
+            let counted =
+                state.write(budget, wpds_storage::rate_limits::hit(key, window_start, sweep_before)).await;
             match counted {
                 Ok(hits) => state.limiter.standing(&subject, u64::try_from(hits).unwrap_or(0), window_start),
                 Err(e) => {
@@ -134,8 +130,12 @@ async fn limit(req: &HttpRequest, state: &AppState, subject: Subject) -> Result<
 }
 
 /// Whether `user_id` belongs to `workspace_id`, from the cache when it knows.
-#[cfg(not(feature = "bench-unchecked"))]
-async fn is_member(state: &AppState, workspace_id: i64, user_id: i64) -> Result<bool, ApiError> {
+async fn is_member(
+    state: &AppState,
+    budget: &Budget,
+    workspace_id: i64,
+    user_id: i64,
+) -> Result<bool, ApiError> {
     let cached = state.auth_cache.membership(workspace_id, user_id);
     if let Some(metrics) = &state.metrics {
         metrics.auth_cache_lookup(cached.is_some());
@@ -143,32 +143,9 @@ async fn is_member(state: &AppState, workspace_id: i64, user_id: i64) -> Result<
     if let Some(member) = cached {
         return Ok(member);
     }
-    let member = state
-        .statement((workspace_id, user_id), |conn, &(workspace, user)| {
-            Box::pin(wpds_storage::auth::is_member(conn, workspace, user))
-        })
-        .await?;
+    let member = state.read(budget, wpds_storage::auth::is_member(workspace_id, user_id)).await?;
     state.auth_cache.remember_membership(workspace_id, user_id, member);
     Ok(member)
-}
-
-/// The `bench-unchecked` build: the bearer value is the caller's user id; nothing is
-/// looked up or checked beyond that.
-#[cfg(feature = "bench-unchecked")]
-pub async fn check(
-    op: &Operation,
-    req: &HttpRequest,
-    state: &AppState,
-    _check_path: impl FnOnce() -> Result<(), ApiError>,
-) -> Result<Option<Caller>, ApiError> {
-    if !op.secured() {
-        limit_address(req, state).await?;
-        return Ok(None);
-    }
-    let user_id = bearer_token(req)?
-        .parse()
-        .map_err(|_| unauthenticated("bench-unchecked build: the bearer value must be a user id.", true))?;
-    Ok(Some(Caller { user_id, is_platform_admin: true, expires_at: i64::MAX }))
 }
 
 /// The token of an `Authorization: Bearer …` header.

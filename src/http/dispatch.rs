@@ -17,9 +17,6 @@
 //!    whose variants are the documented successes) goes out with that status, body and
 //!    headers, its error through [`crate::http::problem`].
 //!
-//! A server built with the `bench-unchecked` feature (for `scripts/bench` only) skips step
-//! 4's schema checks: it reads the request into the same values without judging them.
-//!
 //! A panic anywhere in a handler is caught, logged and answered as 500 `internal`.
 
 use crate::error::ApiError;
@@ -99,13 +96,11 @@ where
     Fut: Future<Output = Result<R, ApiError>>,
     R: Respond,
 {
-    let budget =
-        req.app_data::<Data<AppState>>().map_or(std::time::Duration::ZERO, |state| state.db.timeout());
     // Boxed once, here: the pipeline's future holds every step's state (validation, the
     // handler's, the database call's), several kilobytes that each wrapper below and
     // actix-web's own boxing would otherwise copy again on every request.
     let pipeline = Box::pin(run(op, &req, payload, handler));
-    let outcome = crate::state::with_db_budget(budget, AssertUnwindSafe(pipeline).catch_unwind()).await;
+    let outcome = AssertUnwindSafe(pipeline).catch_unwind().await;
     let mut response = match outcome {
         Ok(Ok(response)) => response,
         Ok(Err(error)) => problem::respond(&req, error),
@@ -157,12 +152,15 @@ where
         path_checked.set(true);
         contract.validate_path(op.id, &path).map_err(ApiError::Validation)
     };
+    // The request's time for the database, for authentication, membership and its work.
+    let budget = state.budget();
     let caller =
-        telemetry::in_span(&telemetry::AUTHENTICATION, auth::check(op, req, state, check_path)).await?;
+        telemetry::in_span(&telemetry::AUTHENTICATION, auth::check(op, req, state, &budget, check_path))
+            .await?;
     if let Some(caller) = &caller {
         req.extensions_mut().insert(access_log::UserId(caller.user_id));
     }
-    let ctx = RequestContext { request_id: request_id::of(req), caller };
+    let ctx = RequestContext { request_id: request_id::of(req), caller, budget };
     negotiate(req)?;
     // Held until the answer is ready: the parsed body and the checks' output grow with it.
     let mut _memory = None;
@@ -179,7 +177,6 @@ where
         headers: &RequestHeaders(req.headers()),
         body: body.as_deref(),
     };
-    #[cfg(not(feature = "bench-unchecked"))]
     let valid = telemetry::in_span(&telemetry::VALIDATION, async {
         if path_checked.get() {
             contract.validate_after_path(op.id, raw)
@@ -189,8 +186,6 @@ where
     })
     .await
     .map_err(ApiError::Validation)?;
-    #[cfg(feature = "bench-unchecked")]
-    let valid = contract.read_unchecked(op.id, raw).map_err(ApiError::Validation)?;
     if op.statuses.contains(&422) && may_hold_nul(body.as_deref(), req.query_string(), &path) {
         let nul = nul_characters(&valid);
         if !nul.is_empty() {

@@ -22,8 +22,7 @@ async fn readyz(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
     if state.draining.load(std::sync::atomic::Ordering::Relaxed) {
         return problem::respond(&req, ApiError::Draining);
     }
-    let db = std::sync::Arc::clone(&state.db);
-    match state.run(move |conn| db.ping(conn)).await {
+    match state.read(&state.budget(), state.db.ping()).await {
         Ok(()) => HttpResponse::Ok().json(serde_json::json!({ "status": "ready" })),
         Err(error) => problem::respond(&req, error),
     }

@@ -53,12 +53,15 @@ impl Operation {
 }
 
 /// What a handler knows about the request beyond its typed input.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct RequestContext {
     /// The request's trace id (`X-Request-Id`).
     pub request_id: String,
     /// The authenticated caller; present for every operation the document secures.
     pub caller: Option<wpds_storage::auth::Caller>,
+    /// What is left of the request's time for the database, for the handler's
+    /// [`crate::state::AppState::read`] and [`crate::state::AppState::write`].
+    pub budget: wpds_storage::Budget,
 }
 
 impl RequestContext {

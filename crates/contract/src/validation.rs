@@ -314,37 +314,6 @@ impl Contract {
 }
 
 impl Contract {
-    /// Reads a request into the same values as [`Contract::validate`] without checking
-    /// them against the document (only a body that is not JSON at all is refused). For
-    /// measuring what validation costs (`scripts/bench`); the server never uses it unless
-    /// built with its `bench-unchecked` feature.
-    pub fn read_unchecked(
-        &self,
-        operation_id: &str,
-        request: RawRequest<'_>,
-    ) -> Result<ValidRequest, Violations> {
-        let op = self.operation(operation_id);
-        let path = path_object(request.path);
-        let headers = match &op.headers {
-            Some((_, kinds)) => read_headers(request.headers, kinds),
-            None => Value::Object(Map::new()),
-        };
-        let body = match request.body.filter(|bytes| !bytes.is_empty()) {
-            Some(bytes) => Some(serde_json::from_slice(bytes).map_err(|e| {
-                Violations::from(vec![ProblemError::new(
-                    ProblemErrorIn::Body,
-                    "",
-                    "json",
-                    format!("the body is not valid JSON: {e}"),
-                )])
-            })?),
-            None => None,
-        };
-        Ok(ValidRequest { path, query: parse_query(request.query, &op.query_kinds), headers, body })
-    }
-}
-
-impl Contract {
     /// The validators of `operation_id`; panics for an id not in the document.
     fn operation(&self, operation_id: &str) -> &OperationValidator {
         self.operations.get(operation_id).unwrap_or_else(|| panic!("unknown operation {operation_id}"))

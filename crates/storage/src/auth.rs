@@ -10,6 +10,7 @@ use crate::db::DbConn;
 use crate::error::StoreError;
 use crate::schema::{audit_log, logins, memberships, tokens, users};
 use crate::statement::StatementConn;
+use crate::work::{Read, Write};
 use crate::{db_statement, db_write};
 use base64::Engine as _;
 use diesel::prelude::*;
@@ -139,7 +140,12 @@ fn new_pair(lifetimes: TokenLifetimes) -> IssuedPair {
 
 /// The caller an access token stands for, if it is known, unexpired and its login is not
 /// revoked. One statement ([`crate::statement`]).
-pub async fn authenticate(conn: StatementConn<'_>, access_token: &str) -> Result<Option<Caller>, StoreError> {
+pub fn authenticate(access_token: String) -> Read<Option<Caller>> {
+    Read::statement(access_token, |conn, token| Box::pin(authenticate_on(conn, token)))
+}
+
+/// [`authenticate`] on `conn`.
+async fn authenticate_on(conn: StatementConn<'_>, access_token: &str) -> Result<Option<Caller>, StoreError> {
     let hash = hash_token(access_token);
     let now = now_millis();
     let found = db_statement!(
@@ -167,6 +173,14 @@ pub async fn authenticate(conn: StatementConn<'_>, access_token: &str) -> Result
 /// A spent token presented again revokes the login in the same transaction (which then
 /// commits) and is refused like any other unusable token.
 pub fn refresh(
+    refresh_token: String,
+    lifetimes: TokenLifetimes,
+) -> Write<Result<IssuedPair, RefreshRefusal>> {
+    Write::new(move |conn| refresh_on(conn, &refresh_token, lifetimes))
+}
+
+/// [`refresh`] on `conn`.
+fn refresh_on(
     conn: &mut DbConn,
     refresh_token: &str,
     lifetimes: TokenLifetimes,
@@ -208,7 +222,14 @@ pub fn refresh(
 
 /// Whether `user_id` is a member of workspace `workspace_id`. One statement
 /// ([`crate::statement`]).
-pub async fn is_member(conn: StatementConn<'_>, workspace_id: i64, user_id: i64) -> Result<bool, StoreError> {
+pub fn is_member(workspace_id: i64, user_id: i64) -> Read<bool> {
+    Read::statement((workspace_id, user_id), |conn, &(workspace, user)| {
+        Box::pin(is_member_on(conn, workspace, user))
+    })
+}
+
+/// [`is_member`] on `conn`.
+async fn is_member_on(conn: StatementConn<'_>, workspace_id: i64, user_id: i64) -> Result<bool, StoreError> {
     let count = db_statement!(
         conn,
         memberships::table

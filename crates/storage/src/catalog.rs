@@ -32,6 +32,7 @@ use crate::error::{RuleViolation, StoreError, VersionConflict};
 use crate::ids::{self, SentId};
 use crate::models;
 use crate::schema::{catalog_families as families, project_items};
+use crate::work::Write;
 use diesel::prelude::*;
 use std::collections::{HashMap, HashSet};
 use wpds_contract::types::{
@@ -248,7 +249,12 @@ fn id_list(mut list: Vec<i64>) -> Vec<String> {
 
 /// Applies `change` to the catalog families of `workspace_id`, all or nothing (see the
 /// module documentation for the rules and their order).
-pub fn bulk_edit(
+pub fn bulk_edit(workspace_id: i64, change: FamilyFieldChange) -> Write<CatalogBulkEditResult> {
+    Write::new(move |conn| bulk_edit_on(conn, workspace_id, change))
+}
+
+/// [`bulk_edit`] on `conn`.
+fn bulk_edit_on(
     conn: &mut DbConn,
     workspace_id: i64,
     change: FamilyFieldChange,

@@ -23,10 +23,12 @@ use crate::error::{Refusal, RuleViolation, StateConflict, StoreError, VersionCon
 use crate::ids::SentId;
 use crate::locks::RowLocks;
 use crate::schema::{categories, item_columns, product_type_columns, product_types};
+use crate::work::Write;
 use diesel::prelude::*;
 use diesel::upsert::excluded;
 use serde_json::json;
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 use wpds_contract::types::CategorySettingsResult;
 
 /// A settings patch of one category: three lists, applied in order.
@@ -74,10 +76,20 @@ const UPSERT_CHUNK: usize = 1000;
 /// another product type or category holds at that point of the patch; `version_conflict`
 /// for a stale `expectedRevision`. Any of them writes nothing.
 ///
-/// `patch` is borrowed so that the caller can drop it on its own thread: a patch of tens of
-/// thousands of ops is as many allocations, which the thread that made them frees several
-/// times faster than the SQLite writer (and the writer would do it holding the lock).
+/// `patch` is shared so that the caller can drop it on its own thread, after the write: a
+/// patch of tens of thousands of ops is as many allocations, which the thread that made them
+/// frees several times faster than the SQLite writer (and the writer would do it holding
+/// the lock).
 pub fn patch_settings(
+    workspace_id: i64,
+    category_id: i64,
+    patch: Arc<CategorySettingsChange>,
+) -> Write<CategorySettingsResult> {
+    Write::new(move |conn| patch_settings_on(conn, workspace_id, category_id, &patch))
+}
+
+/// [`patch_settings`] on `conn`.
+fn patch_settings_on(
     conn: &mut DbConn,
     workspace_id: i64,
     category_id: i64,

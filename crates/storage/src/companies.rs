@@ -15,6 +15,7 @@ use crate::error::{Refusal, StateConflict, StoreError};
 use crate::ids;
 use crate::models;
 use crate::schema::{audit_log, global_companies};
+use crate::work::Write;
 use crate::{db_run, db_write};
 use diesel::prelude::*;
 use serde_json::{Value, json};
@@ -61,7 +62,12 @@ fn already_retired(row: models::GlobalCompany) -> StoreError {
 
 /// Retires global company `company_id` on behalf of `actor_user_id`, for `reason` (see the
 /// module documentation for the rules).
-pub fn retire(
+pub fn retire(company_id: i64, actor_user_id: i64, reason: String) -> Write<GlobalCompany> {
+    Write::new(move |conn| retire_on(conn, company_id, actor_user_id, &reason))
+}
+
+/// [`retire`] on `conn`.
+fn retire_on(
     conn: &mut DbConn,
     company_id: i64,
     actor_user_id: i64,

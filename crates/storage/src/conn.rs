@@ -1,6 +1,8 @@
 //! A database connection of either engine, and how work runs on it: [`crate::db_run!`]
-//! binds the concrete connection, [`crate::db_write!`] wraps work in a write transaction
-//! (a savepoint inside a batch of the SQLite writer, see [`crate::writer`]).
+//! binds the concrete connection, [`crate::db_write!`] wraps work in a write transaction,
+//! or in a savepoint when the connection it is given is in a transaction already (a batch
+//! of the SQLite writer, [`crate::writer`]; a unit of work behind a transaction pooler,
+//! [`crate::db::Database::run_until`]).
 //!
 //! This module sits below both the pool ([`crate::db`]) and the writer: it knows neither.
 
@@ -8,7 +10,6 @@ use diesel::connection::{AnsiTransactionManager, TransactionManager};
 use diesel::pg::PgConnection;
 use diesel::r2d2::{ConnectionManager, PooledConnection};
 use diesel::sqlite::SqliteConnection;
-use std::cell::Cell;
 
 /// A pooled connection of either engine; use it through [`crate::db_run!`] or
 /// [`crate::db_write!`].
@@ -38,8 +39,9 @@ macro_rules! db_run {
 }
 
 /// Runs `$body` in a write transaction (`BEGIN IMMEDIATE` on SQLite, so the writer lock is
-/// taken up front and waits `busy_timeout` instead of failing half-way; a savepoint when
-/// the body runs in a batch of the SQLite [`crate::writer`], which holds the lock already).
+/// taken up front and waits `busy_timeout` instead of failing half-way). On a connection
+/// that is in a transaction already it is a savepoint of it: on SQLite that is a batch of
+/// the [`crate::writer`], which holds the lock already.
 /// `$body` returns `Result<_, StoreError>`; an `Err` rolls back.
 #[macro_export]
 macro_rules! db_write {
@@ -47,7 +49,7 @@ macro_rules! db_write {
         match $conn {
             $crate::conn::DbConn::Sqlite(pooled) => {
                 let concrete: &mut ::diesel::sqlite::SqliteConnection = &mut *pooled;
-                if $crate::conn::in_batch() {
+                if $crate::conn::in_transaction(concrete) {
                     $crate::conn::savepoint(concrete, |$conn: &mut ::diesel::sqlite::SqliteConnection| $body)
                 } else {
                     concrete.immediate_transaction(|$conn: &mut ::diesel::sqlite::SqliteConnection| $body)
@@ -61,20 +63,11 @@ macro_rules! db_write {
     };
 }
 
-thread_local! {
-    static IN_BATCH: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Whether the current thread is running a job of the writer's open batch (then
-/// [`crate::db_write!`] opens a savepoint instead of `BEGIN IMMEDIATE`).
+/// Whether `conn` is in a transaction (as diesel keeps count; one in error counts too): then
+/// [`crate::db_write!`] opens a savepoint instead of `BEGIN IMMEDIATE`.
 #[doc(hidden)]
-pub fn in_batch() -> bool {
-    IN_BATCH.with(Cell::get)
-}
-
-/// Marks the current thread as running (or no longer running) a batch of the writer.
-pub(crate) fn set_in_batch(running: bool) {
-    IN_BATCH.with(|flag| flag.set(running));
+pub fn in_transaction(conn: &mut SqliteConnection) -> bool {
+    !matches!(AnsiTransactionManager::transaction_manager_status_mut(conn).transaction_depth(), Ok(None))
 }
 
 /// Runs `body` in a savepoint of the open batch (for [`crate::db_write!`]); an `Err` rolls

@@ -25,6 +25,7 @@ use crate::ids::{self, SentId};
 use crate::locks::RowLocks;
 use crate::models::{ContactCompany, ContactPerson};
 use crate::schema::{company_links, contact_companies, contact_persons};
+use crate::work::Write;
 use diesel::prelude::*;
 use std::collections::HashMap;
 use wpds_contract::types::{CompanyLink, CompanyLinkStatus, CompanySummary, PersonSummary};
@@ -160,7 +161,12 @@ fn resolve_person<'r>(
 }
 
 /// Creates a company link (`createCompanyLink`); see the module documentation for the rules.
-pub fn create_link(conn: &mut DbConn, new: NewCompanyLink) -> Result<CompanyLink, StoreError> {
+pub fn create_link(new: NewCompanyLink) -> Write<CompanyLink> {
+    Write::new(move |conn| create_link_on(conn, new))
+}
+
+/// [`create_link`] on `conn`.
+fn create_link_on(conn: &mut DbConn, new: NewCompanyLink) -> Result<CompanyLink, StoreError> {
     let main =
         Side::new(("/mainCompanyId", "/mainPersonId"), &new.main_company_id, new.main_person_id.as_ref());
     let rep = Side::new(("/repCompanyId", "/repPersonId"), &new.rep_company_id, new.rep_person_id.as_ref());

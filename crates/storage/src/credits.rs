@@ -14,6 +14,7 @@ use crate::db::DbConn;
 use crate::error::StoreError;
 use crate::ids::SentId;
 use crate::schema::{credit_allowances, credit_resets, memberships, workspaces};
+use crate::work::Write;
 use crate::{db_run, db_write};
 use diesel::prelude::*;
 use serde_json::json;
@@ -53,7 +54,12 @@ pub fn resolve_cycle(cycle: &str) -> String {
 }
 
 /// Resets the allowance `reset` names (see the module documentation for the rules).
-pub fn reset_allowance(conn: &mut DbConn, reset: NewCreditReset) -> Result<(), StoreError> {
+pub fn reset_allowance(reset: NewCreditReset) -> Write<()> {
+    Write::new(move |conn| reset_allowance_on(conn, reset))
+}
+
+/// [`reset_allowance`] on `conn`.
+fn reset_allowance_on(conn: &mut DbConn, reset: NewCreditReset) -> Result<(), StoreError> {
     let cycle = resolve_cycle(&reset.cycle);
     let workspace_id = reset.workspace_id;
     let user = reset.user_id.record();

@@ -39,8 +39,8 @@ use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool};
 use diesel::sqlite::SqliteConnection;
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 use scheduled_thread_pool::ScheduledThreadPool;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// The PostgreSQL advisory lock held while migrating (any constant the service uses for
@@ -158,7 +158,12 @@ pub struct Database {
     /// On PostgreSQL, the shared connections single statements pipeline on, once the server
     /// asked for them ([`Database::share_statements`]).
     shared: Option<SharedPg>,
+    /// Told how long each checkout waited, once someone asked ([`Database::observe_pool_waits`]).
+    pool_waits: OnceLock<PoolWaitObserver>,
 }
+
+/// What [`Database::observe_pool_waits`] calls with each checkout's wait.
+pub type PoolWaitObserver = Box<dyn Fn(Duration) + Send + Sync>;
 
 #[derive(Debug)]
 struct SqlitePragmas {
@@ -340,6 +345,7 @@ impl Database {
             ready: AtomicBool::new(false),
             suspicion: Default::default(),
             shared: None,
+            pool_waits: OnceLock::new(),
         })
     }
 
@@ -411,7 +417,8 @@ impl Database {
     }
 
     /// Runs `work` on a pooled connection, waiting for the database until `deadline` at most
-    /// in all: the checkout waits at most until then (`waited` is told how long it took),
+    /// in all: the checkout waits at most until then (its wait is observed,
+    /// [`Database::observe_pool_waits`]),
     /// and when less than the configured timeout (minus [`crate::lock_wait::LOCK_WAIT_SLACK`]) is
     /// left after it, the work's lock waits (SQLite `busy_timeout`, PostgreSQL `lock_timeout`) are
     /// shortened to what is left. Behind a transaction pooler the work is one transaction
@@ -425,7 +432,6 @@ impl Database {
     pub fn run_until<T>(
         &self,
         deadline: Instant,
-        waited: impl FnOnce(Duration),
         work: impl FnOnce(&mut DbConn) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         if !self.is_ready() {
@@ -435,7 +441,9 @@ impl Database {
         }
         let checkout = Instant::now();
         let mut conn = self.checkout(deadline.saturating_duration_since(checkout))?;
-        waited(checkout.elapsed());
+        if let Some(observe) = self.pool_waits.get() {
+            observe(checkout.elapsed());
+        }
         let left = deadline.saturating_duration_since(Instant::now());
         let lock_wait = if shortens(left, self.timeout) { left } else { self.timeout };
         let (result, healthy) = match self.pooler {
@@ -445,6 +453,12 @@ impl Database {
         let failed = !healthy || matches!(result, Err(StoreError::Unavailable(_) | StoreError::Internal(_)));
         self.release(conn, failed, Instant::now() > deadline);
         result
+    }
+
+    /// Has `observer` told how long each checkout of [`Database::run_until`] waited (the
+    /// first observer stays).
+    pub fn observe_pool_waits(&self, observer: PoolWaitObserver) {
+        let _ = self.pool_waits.set(observer);
     }
 
     /// A connection of the pool within `budget`. While the pool is suspect (a connection
@@ -518,7 +532,7 @@ impl Database {
     /// Hands a connection back after work. One whose work `failed` in the database (it
     /// may be broken), or that finished only after its request had given up (`late`: its
     /// state is not known), is closed instead of going back to the pool, and the pool
-    /// turns suspect for 30 s ([`crate::suspicion`]): the other connections of an outage are verified
+    /// turns suspect for 30 s (`crate::suspicion`): the other connections of an outage are verified
     /// before they are handed out again.
     pub fn release(&self, mut conn: DbConn, failed: bool, late: bool) {
         if failed || late {
@@ -602,13 +616,8 @@ impl Database {
         Ok(applied)
     }
 
-    /// Whether the database serves now (for `/readyz`, with a connection of the pool): a
-    /// trivial query succeeds on `conn` and, on SQLite, the writer's last attempt to write
-    /// succeeded. When it failed (a read-only file, a full disk, an I/O error), the writer
-    /// makes an attempt that changes nothing (on a fresh connection; [`Writer::probe`]), so
-    /// readiness returns by itself once the fault is lifted, even when no request writes,
-    /// as when a balancer sends none to an unready server.
-    pub fn ping(&self, conn: &mut DbConn) -> Result<(), StoreError> {
+    /// [`Database::ping`] on `conn`: whether the database serves now (see there).
+    pub(crate) fn ping_on(&self, conn: &mut DbConn) -> Result<(), StoreError> {
         if let Some(writer) = &self.writer
             && !writer.is_healthy()
         {

@@ -11,6 +11,7 @@ use crate::ids::{self, SentId};
 use crate::models;
 use crate::schema::{document_types, documents};
 use crate::stored::decode;
+use crate::work::Write;
 use diesel::prelude::*;
 use wpds_contract::types::{Document, DocumentPhase, DocumentScope, DocumentSource, DocumentStatus};
 
@@ -62,6 +63,16 @@ impl models::Document {
 /// workspace; 422 `type_not_applicable` for a type that is not one of its
 /// `documentTypes`; `version_conflict` for a stale `expected_version`.
 pub fn assign_type(
+    workspace_id: i64,
+    project_id: i64,
+    document_id: i64,
+    change: DocumentTypeChange,
+) -> Write<Document> {
+    Write::new(move |conn| assign_type_on(conn, workspace_id, project_id, document_id, change))
+}
+
+/// [`assign_type`] on `conn`.
+fn assign_type_on(
     conn: &mut DbConn,
     workspace_id: i64,
     project_id: i64,

@@ -26,6 +26,7 @@ use crate::db_write;
 use crate::error::{RuleViolation, StoreError};
 use crate::ids;
 use crate::schema::{projects, report_exports};
+use crate::work::Write;
 use diesel::prelude::*;
 use serde_json::{Map, Value, json};
 use std::collections::HashSet;
@@ -142,7 +143,12 @@ fn replay(
 ///
 /// Rules, in order: 422 `idempotency_key_reused`, 422 `invalid_scope`, 422
 /// `unknown_project` (see the module documentation).
-pub fn create(conn: &mut DbConn, new: NewExport) -> Result<CreatedExport, StoreError> {
+pub fn create(new: NewExport) -> Write<CreatedExport> {
+    Write::new(move |conn| create_on(conn, new))
+}
+
+/// [`create`] on `conn`.
+fn create_on(conn: &mut DbConn, new: NewExport) -> Result<CreatedExport, StoreError> {
     let workspace_id = new.workspace_id;
     let user_id = new.user_id;
     let key = new.request_id.to_ascii_lowercase();

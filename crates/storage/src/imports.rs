@@ -26,6 +26,7 @@ use crate::models;
 use crate::schema::{assistant_imports, project_areas};
 use crate::stored::decode;
 use crate::takeoff::issue_counts;
+use crate::work::Write;
 use diesel::prelude::*;
 use serde_json::{Map, Value, json};
 use std::collections::{HashMap, HashSet};
@@ -150,6 +151,15 @@ fn duplicate_source_keys(change: &TakeoffMappingsChange) -> Vec<RuleViolation> {
 /// Replaces the takeoff mappings of import `import_id` of `workspace_id` (see the module
 /// documentation for the rules and their order).
 pub fn replace_takeoff(
+    workspace_id: i64,
+    import_id: i64,
+    change: TakeoffMappingsChange,
+) -> Write<AssistantImport> {
+    Write::new(move |conn| replace_takeoff_on(conn, workspace_id, import_id, change))
+}
+
+/// [`replace_takeoff`] on `conn`.
+fn replace_takeoff_on(
     conn: &mut DbConn,
     workspace_id: i64,
     import_id: i64,

@@ -7,10 +7,15 @@
 //!   [`db_run!`] / [`db_write!`] macros compile each repository body once per engine
 //!   (the vaultwarden pattern), so both keep `ON CONFLICT`, `RETURNING` and their own
 //!   error messages. Each engine has its own migration tree.
+//! - One way in: a repository function callers use returns its work as a [`Read`] or a
+//!   [`Write`], which [`Database::read`] / [`Database::write`] run within the caller's
+//!   [`Budget`]. Which connection serves it (pooled, the SQLite writer, a shared PostgreSQL
+//!   connection) is decided in [`work`] alone, by engine and configuration; callers never
+//!   hold a connection.
 //! - Work that is one autocommit statement is an `async fn` over a
 //!   [`statement::StatementConn`] ([`db_statement!`]): the same function runs on a
-//!   blocking connection of either engine and, on PostgreSQL, on the server's shared,
-//!   pipelining connections ([`shared_pg`]). Work of several statements stays blocking.
+//!   blocking connection of either engine and, on PostgreSQL, on the shared, pipelining
+//!   connections ([`shared_pg`]). Work of several statements stays blocking.
 //! - On SQLite the server's writes run on one writer thread, in batches that commit once
 //!   ([`writer`]); a write is answered only after its batch committed.
 //! - Every versioned write checks the expected version and writes in one statement or
@@ -53,8 +58,10 @@ mod suspicion;
 pub mod takeoff;
 pub mod throttled_log;
 pub mod time_log;
+pub mod work;
 pub mod workspaces;
 pub mod writer;
 
 pub use db::{Database, DbConfig, DbConn, Engine, Pooler, SqliteSynchronous};
 pub use error::StoreError;
+pub use work::{Budget, Read, Write};

@@ -9,12 +9,24 @@ use crate::db::DbConn;
 use crate::db_run;
 use crate::error::StoreError;
 use crate::schema::rate_limit_windows;
+use crate::work::Write;
 use diesel::prelude::*;
 use diesel::upsert::excluded;
 
 /// Adds a hit for `key` in the window starting at `window_start` (seconds since the Unix
-/// epoch) and returns the window's hits so far, this one included.
-pub fn hit(conn: &mut DbConn, key: &str, window_start: i64) -> Result<i64, StoreError> {
+/// epoch) and returns the window's hits so far, this one included; first, when
+/// `forget_before` is given, deletes the counters of windows that started before it.
+pub fn hit(key: String, window_start: i64, forget_before: Option<i64>) -> Write<i64> {
+    Write::new(move |conn| {
+        if let Some(before) = forget_before {
+            forget_before_on(conn, before)?;
+        }
+        hit_on(conn, &key, window_start)
+    })
+}
+
+/// One hit on `conn` (see [`hit`]).
+fn hit_on(conn: &mut DbConn, key: &str, window_start: i64) -> Result<i64, StoreError> {
     Ok(db_run!(conn => diesel::insert_into(rate_limit_windows::table)
         .values((
             rate_limit_windows::key.eq(key),
@@ -29,7 +41,7 @@ pub fn hit(conn: &mut DbConn, key: &str, window_start: i64) -> Result<i64, Store
 }
 
 /// Deletes the counters of windows that started before `window_start`.
-pub fn forget_before(conn: &mut DbConn, window_start: i64) -> Result<usize, StoreError> {
+fn forget_before_on(conn: &mut DbConn, window_start: i64) -> Result<usize, StoreError> {
     Ok(db_run!(conn => diesel::delete(
         rate_limit_windows::table.filter(rate_limit_windows::window_start.lt(window_start))
     )

@@ -31,6 +31,7 @@ use crate::models;
 use crate::schema::{commercial_receipts, projects};
 use crate::secrets;
 use crate::stored::decode;
+use crate::work::Read;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use diesel::backend::Backend;
@@ -204,7 +205,12 @@ where
 }
 
 /// One page of the project's receipts, newest first; see the module documentation.
-pub fn list(
+pub fn list(listing: Listing) -> Read<Result<CommercialReceiptPage, ForeignCursor>> {
+    Read::new(move |conn| list_on(conn, listing))
+}
+
+/// [`list`] on `conn`.
+fn list_on(
     conn: &mut DbConn,
     listing: Listing,
 ) -> Result<Result<CommercialReceiptPage, ForeignCursor>, StoreError> {

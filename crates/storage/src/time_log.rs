@@ -24,6 +24,7 @@ use crate::models::TimeLogCell;
 use crate::schema::{projects, time_log_entries as cells};
 use crate::statement::StatementConn;
 use crate::stored::decode;
+use crate::work::Write;
 use crate::{db_statement, db_write};
 use diesel::backend::Backend;
 use diesel::prelude::*;
@@ -193,10 +194,20 @@ impl<'a> CurrentWrite<'a> {
     }
 }
 
+/// Writes one cell of the caller's time log: the common case ([`set_current_cell`]) as one
+/// statement, every other case checking every rule in one transaction.
+///
+/// Rules, in order: 422 `unknown_project`, 422 `hours_out_of_range`, then
+/// `version_conflict` (for a never-written cell: current version 1, current `null`).
+pub fn set_cell(write: CellChange) -> Write<TimeLogEntry> {
+    Write::first_then(write, |conn, write| Box::pin(set_current_cell(conn, write)), set_cell_on)
+}
+
 /// The common case of a write of the caller's cell, as one statement
 /// ([`crate::statement`]): the current write of an existing cell at the expected version.
 /// `None` when it does not apply (an unknown project, hours over the limit, a first write, a
-/// conflict): then [`set_cell`] answers.
+/// conflict): then the whole of [`set_cell`] answers. Public for `bench-bare-http`, which
+/// measures it without the server.
 pub async fn set_current_cell(
     conn: StatementConn<'_>,
     write: &CellChange,
@@ -210,12 +221,8 @@ pub async fn set_current_cell(
     row.map(entry).transpose()
 }
 
-/// Writes one cell of the caller's time log, checking every rule in one transaction
-/// (after [`set_current_cell`] did not apply, or on its own).
-///
-/// Rules, in order: 422 `unknown_project`, 422 `hours_out_of_range`, then
-/// `version_conflict` (for a never-written cell: current version 1, current `null`).
-pub fn set_cell(conn: &mut DbConn, write: CellChange) -> Result<TimeLogEntry, StoreError> {
+/// [`set_cell`]'s every case, checking every rule in one transaction, on `conn`.
+fn set_cell_on(conn: &mut DbConn, write: CellChange) -> Result<TimeLogEntry, StoreError> {
     let project_id = write.project_id.record();
     // The contract's pattern has already admitted `hours`; failing to read it is a defect.
     let hours = parse_hours(&write.hours).ok_or_else(|| {

@@ -41,7 +41,7 @@
 //! submitted with, so a batch's span can point back to the requests it carried), right
 //! after the batch's writes are answered, so that it adds nothing to their latency.
 
-use crate::conn::{DbConn, set_in_batch, transaction_open};
+use crate::conn::{DbConn, transaction_open};
 use crate::error::StoreError;
 use crate::lock_wait::{budget_spent, set_lock_wait, shortens};
 use diesel::RunQueryDsl;
@@ -367,7 +367,6 @@ impl Batcher {
         let mut fault = None;
         let mut vanished = false;
         let this = &*self;
-        set_in_batch(true);
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             let mut next = Some(first);
             while let Some(job) = next.take() {
@@ -388,7 +387,6 @@ impl Batcher {
                 }
             }
         }));
-        set_in_batch(false);
         let panicked = outcome.is_err();
         let committed = if panicked {
             Err(StoreError::Internal("a write panicked; its batch was rolled back".to_owned()))

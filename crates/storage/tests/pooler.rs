@@ -6,6 +6,8 @@
 //! what a session would keep is there to see. (CI also runs the black-box and fault tests
 //! behind a real PgBouncer.)
 
+#![allow(clippy::unwrap_used, reason = "in a test, a panic is the failure report")]
+
 mod support;
 
 use diesel::sql_types::{BigInt, Text};
@@ -64,8 +66,8 @@ fn behind_a_transaction_pooler_each_unit_of_work_is_a_transaction_with_its_timeo
 
     // Act: a unit of work with its whole budget, one left with 300 ms, and the session
     // afterwards (outside any unit of work, on the same connection).
-    let whole = db.run_until(Instant::now() + Duration::from_secs(5), |_| {}, |conn| Ok(session(conn)));
-    let short = db.run_until(Instant::now() + Duration::from_millis(300), |_| {}, |conn| Ok(session(conn)));
+    let whole = db.run_until(Instant::now() + Duration::from_secs(5), |conn| Ok(session(conn)));
+    let short = db.run_until(Instant::now() + Duration::from_millis(300), |conn| Ok(session(conn)));
     let after = session(&mut db.conn().expect("the pool's connection"));
 
     // Assert: inside, a transaction with the configured timeouts (the lock wait shortened to
@@ -85,36 +87,24 @@ fn behind_a_transaction_pooler_what_work_wrote_before_its_refusal_is_kept_and_a_
     // Arrange
     let (db, _cleanup) = pooled_database();
     let deadline = || Instant::now() + Duration::from_secs(5);
-    db.run_until(
-        deadline(),
-        |_| {},
-        |conn| {
-            db_run!(conn => diesel::sql_query("CREATE TABLE notes (body TEXT NOT NULL)").execute(conn))?;
-            Ok(())
-        },
-    )
+    db.run_until(deadline(), |conn| {
+        db_run!(conn => diesel::sql_query("CREATE TABLE notes (body TEXT NOT NULL)").execute(conn))?;
+        Ok(())
+    })
     .expect("a table");
 
     // Act: work that writes (an audit entry, say) and then refuses; and a write that fails
     // in its own transaction (a savepoint here) before the work refuses.
-    let refused = db.run_until(
-        deadline(),
-        |_| {},
-        |conn| -> Result<(), StoreError> {
-            db_run!(conn => diesel::sql_query("INSERT INTO notes VALUES ('kept')").execute(conn))?;
-            wpds_storage::db_write!(conn => {
-                diesel::sql_query("INSERT INTO notes VALUES ('rolled back')").execute(conn)?;
-                Err::<(), _>(StoreError::NotFound("the refusal".to_owned()))
-            })
-        },
-    );
-    let notes = db.run_until(
-        deadline(),
-        |_| {},
-        |conn| {
-            Ok(db_run!(conn => diesel::sql_query("SELECT body AS value FROM notes").load::<Setting>(conn))?)
-        },
-    );
+    let refused = db.run_until(deadline(), |conn| -> Result<(), StoreError> {
+        db_run!(conn => diesel::sql_query("INSERT INTO notes VALUES ('kept')").execute(conn))?;
+        wpds_storage::db_write!(conn => {
+            diesel::sql_query("INSERT INTO notes VALUES ('rolled back')").execute(conn)?;
+            Err::<(), _>(StoreError::NotFound("the refusal".to_owned()))
+        })
+    });
+    let notes = db.run_until(deadline(), |conn| {
+        Ok(db_run!(conn => diesel::sql_query("SELECT body AS value FROM notes").load::<Setting>(conn))?)
+    });
 
     // Assert: as on a connection of its own, the refusal stands, and only what was
     // committed outside the failed write is there.

@@ -1,0 +1,274 @@
+//! The one way into the database. A repository function describes what it does as a
+//! [`Read`] or a [`Write`]; [`Database::read`] and [`Database::write`] run it within the
+//! caller's [`Budget`], and decide here, by engine and configuration, which connection
+//! serves it:
+//!
+//! | work | SQLite | PostgreSQL | PostgreSQL behind a transaction pooler |
+//! |---|---|---|---|
+//! | a read ([`Read::new`]) | a pooled connection, on the blocking threads | a pooled connection | a pooled connection, in one transaction ([`Database::run_until`]) |
+//! | a read of one statement ([`Read::statement`]) | a pooled connection | a shared, pipelining connection ([`crate::shared_pg`]) | a pooled connection |
+//! | a write ([`Write::new`]) | the writer thread, batched ([`crate::writer`]) | a pooled connection | a pooled connection |
+//! | a write whose common case is one statement ([`Write::first_then`]) | the writer, both parts in one job | the statement on a shared connection, the rest (when needed) on a pooled one | a pooled connection |
+//!
+//! Callers never see which: they hand over the work and a budget, and get its result.
+//!
+//! The [`Budget`] is one request's time for the database. Each call waits for a connection,
+//! the writer's queue and locks only as long as is left of it, and spends what it took, so a
+//! request of several calls (authentication, membership, the operation's own work) answers
+//! `Unavailable` once the budget is spent, not after one full timeout per call. A call whose
+//! deadline passes answers `Unavailable` at its deadline even while the database is silent
+//! (no timeout of the database's own arrives through a black hole); work still on a blocking
+//! thread then finishes on its own, and its connection is closed rather than pooled
+//! ([`Database::release`]).
+
+use crate::conn::DbConn;
+use crate::db::Database;
+use crate::error::StoreError;
+use crate::shared_pg::SharedPg;
+use crate::statement::{StatementConn, StatementFuture, ready};
+use crate::writer::TraceLink;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// A statement function over its input: `|conn, input| Box::pin(function(conn, input))`, for
+/// a repository `async fn` that runs one statement ([`crate::statement`]).
+pub type StatementFn<I, T> = for<'c> fn(StatementConn<'c>, &'c I) -> StatementFuture<'c, T>;
+
+/// One request's time for the database, spent by each call by the time it took.
+#[derive(Debug)]
+pub struct Budget {
+    /// Nanoseconds left.
+    left: AtomicU64,
+}
+
+impl Budget {
+    /// A budget of `total`.
+    pub fn new(total: Duration) -> Self {
+        Budget { left: AtomicU64::new(u64::try_from(total.as_nanos()).unwrap_or(u64::MAX)) }
+    }
+
+    /// What is left.
+    pub fn left(&self) -> Duration {
+        Duration::from_nanos(self.left.load(Ordering::Relaxed))
+    }
+
+    /// Runs `call` with the deadline of what is left, and spends the time it took.
+    async fn spend<F: Future>(&self, call: impl FnOnce(Instant) -> F) -> F::Output {
+        let started = Instant::now();
+        let outcome = call(started + self.left()).await;
+        let spent = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        // One request's calls come one after the other: a load and a store suffice.
+        self.left.store(self.left.load(Ordering::Relaxed).saturating_sub(spent), Ordering::Relaxed);
+        outcome
+    }
+}
+
+/// Work that reads, built by a repository function.
+pub struct Read<T>(Plan<T>);
+
+/// Work that writes, built by a repository function. Its statements run in the write
+/// transaction it opens itself ([`crate::db_write!`]).
+pub struct Write<T>(Plan<T>);
+
+/// Work on a blocking connection of its own.
+type Blocking<T> = Box<dyn FnOnce(&mut DbConn) -> Result<T, StoreError> + Send>;
+
+/// How the work can run.
+enum Plan<T> {
+    /// Statements on a connection of its own.
+    Blocking(Blocking<T>),
+    /// One autocommit statement, which any connection can run.
+    Statement(Box<dyn OneStatement<T>>),
+    /// A common case that is one statement, and the rest on a connection of its own.
+    FirstThen(Box<dyn FirstThen<T>>),
+}
+
+/// A statement function bound to its input.
+trait OneStatement<T>: Send + Sync {
+    /// The statement's future on `conn`.
+    fn on<'c>(&'c self, conn: StatementConn<'c>) -> StatementFuture<'c, T>;
+}
+
+/// A write's common case as one statement, and the rest.
+trait FirstThen<T>: Send + Sync {
+    /// The common case's statement on `conn`: `None` when it does not apply.
+    fn first<'c>(&'c self, conn: StatementConn<'c>) -> StatementFuture<'c, Option<T>>;
+    /// Every other case, on a connection of its own.
+    fn rest(self: Box<Self>, conn: &mut DbConn) -> Result<T, StoreError>;
+}
+
+/// A statement function and its input.
+struct Bound<I, T> {
+    input: I,
+    run: StatementFn<I, T>,
+}
+
+impl<I: Send + Sync, T> OneStatement<T> for Bound<I, T> {
+    fn on<'c>(&'c self, conn: StatementConn<'c>) -> StatementFuture<'c, T> {
+        (self.run)(conn, &self.input)
+    }
+}
+
+/// A [`FirstThen`] of a statement function and a blocking function over one input.
+struct Staged<I, T> {
+    input: I,
+    first: StatementFn<I, Option<T>>,
+    rest: fn(&mut DbConn, I) -> Result<T, StoreError>,
+}
+
+impl<I: Send + Sync, T> FirstThen<T> for Staged<I, T> {
+    fn first<'c>(&'c self, conn: StatementConn<'c>) -> StatementFuture<'c, Option<T>> {
+        (self.first)(conn, &self.input)
+    }
+
+    fn rest(self: Box<Self>, conn: &mut DbConn) -> Result<T, StoreError> {
+        (self.rest)(conn, self.input)
+    }
+}
+
+impl<T: Send + 'static> Plan<T> {
+    /// The whole work on one blocking connection.
+    fn blocking(self) -> impl FnOnce(&mut DbConn) -> Result<T, StoreError> + Send + 'static {
+        move |conn: &mut DbConn| match self {
+            Plan::Blocking(work) => work(conn),
+            Plan::Statement(statement) => ready(statement.on(conn.statement())),
+            Plan::FirstThen(staged) => match ready(staged.first(conn.statement()))? {
+                Some(done) => Ok(done),
+                None => staged.rest(conn),
+            },
+        }
+    }
+}
+
+impl<T: Send + 'static> Read<T> {
+    /// A read of one or more statements on a connection of its own.
+    pub fn new(work: impl FnOnce(&mut DbConn) -> Result<T, StoreError> + Send + 'static) -> Self {
+        Read(Plan::Blocking(Box::new(work)))
+    }
+
+    /// A read that is the one statement `run` over `input`.
+    pub fn statement<I: Send + Sync + 'static>(input: I, run: StatementFn<I, T>) -> Self {
+        Read(Plan::Statement(Box::new(Bound { input, run })))
+    }
+}
+
+impl<T: Send + 'static> Write<T> {
+    /// A write: `work` opens its transaction with [`crate::db_write!`].
+    pub fn new(work: impl FnOnce(&mut DbConn) -> Result<T, StoreError> + Send + 'static) -> Self {
+        Write(Plan::Blocking(Box::new(work)))
+    }
+
+    /// A write whose common case is the one statement `first` over `input` (`None` when it
+    /// does not apply), and whose other cases `rest` answers in a transaction of its own. On
+    /// SQLite both run in one job of the writer; on PostgreSQL `first` runs on a shared
+    /// connection, and `rest` only when `first` did not apply or its row was locked longer
+    /// than a shared connection waits.
+    pub fn first_then<I: Send + Sync + 'static>(
+        input: I,
+        first: StatementFn<I, Option<T>>,
+        rest: fn(&mut DbConn, I) -> Result<T, StoreError>,
+    ) -> Self {
+        Write(Plan::FirstThen(Box::new(Staged { input, first, rest })))
+    }
+}
+
+impl Database {
+    /// Runs `read` within what is left of `budget` (see the module documentation for
+    /// which connection serves it).
+    pub async fn read<T: Send + 'static>(
+        self: &Arc<Self>,
+        budget: &Budget,
+        read: Read<T>,
+    ) -> Result<T, StoreError> {
+        match (read.0, self.shared()) {
+            (Plan::Statement(statement), Some(shared)) => {
+                budget.spend(|deadline| on_shared(shared, deadline, &statement, |conn, s| s.on(conn))).await
+            }
+            (plan, _) => budget.spend(|deadline| self.on_pool(deadline, plan.blocking())).await,
+        }
+    }
+
+    /// Runs `write` within what is left of `budget` (see the module documentation for
+    /// which connection serves it). On SQLite the answer comes once the write's batch has
+    /// committed; `link` is the request's span, which the batch's span points back to.
+    pub async fn write<T: Send + 'static>(
+        self: &Arc<Self>,
+        budget: &Budget,
+        link: Option<TraceLink>,
+        write: Write<T>,
+    ) -> Result<T, StoreError> {
+        if let Some(writer) = self.writer() {
+            let job = write.0.blocking();
+            let queued =
+                |deadline| async move { within(deadline, writer.submit_traced(deadline, link, job)).await? };
+            return budget.spend(queued).await;
+        }
+        match (write.0, self.shared()) {
+            (Plan::FirstThen(staged), Some(shared)) => {
+                let first =
+                    budget.spend(|deadline| on_shared(shared, deadline, &staged, |conn, s| s.first(conn)));
+                match first.await {
+                    Ok(Some(done)) => return Ok(done),
+                    Ok(None) => {}
+                    // The row is locked: `rest` waits for it on a pooled connection, within
+                    // what is left of the budget, instead of holding up the shared connection.
+                    Err(busy) if busy.is_lock_wait() => {}
+                    Err(failed) => return Err(failed),
+                }
+                // Boxed: the blocking call's future, taken only by the uncommon cases, would
+                // otherwise enlarge (and be copied with) every request's future.
+                Box::pin(budget.spend(|deadline| self.on_pool(deadline, move |conn| staged.rest(conn)))).await
+            }
+            (plan, _) => budget.spend(|deadline| self.on_pool(deadline, plan.blocking())).await,
+        }
+    }
+
+    /// Whether the database serves now, as a read (for `/readyz`): a trivial query succeeds
+    /// on a connection of the pool and, on SQLite, the writer's last attempt to write
+    /// succeeded. When it failed (a read-only file, a full disk, an I/O error), the writer
+    /// makes an attempt that changes nothing (on a fresh connection; [`crate::writer::Writer::probe`]), so
+    /// readiness returns by itself once the fault is lifted, even when no request writes,
+    /// as when a balancer sends none to an unready server.
+    pub fn ping(self: &Arc<Self>) -> Read<()> {
+        let db = Arc::clone(self);
+        Read::new(move |conn| db.ping_on(conn))
+    }
+
+    /// Runs `work` on a pooled connection on a blocking thread, until `deadline` at most.
+    async fn on_pool<T: Send + 'static>(
+        self: &Arc<Self>,
+        deadline: Instant,
+        work: impl FnOnce(&mut DbConn) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let db = Arc::clone(self);
+        let call = tokio::task::spawn_blocking(move || db.run_until(deadline, work));
+        match within(deadline, call).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(blocking)) => Err(StoreError::Internal(format!("the blocking thread failed: {blocking}"))),
+            Err(late) => Err(late),
+        }
+    }
+}
+
+/// Runs `work` over `input` on a shared PostgreSQL connection until `deadline` at most. At
+/// the deadline the statement is dropped, which takes its connection out of use
+/// ([`crate::shared_pg`]).
+async fn on_shared<I, T>(
+    shared: &SharedPg,
+    deadline: Instant,
+    input: &I,
+    work: StatementFn<I, T>,
+) -> Result<T, StoreError> {
+    within(deadline, shared.run(input, work)).await?
+}
+
+/// `call`'s outcome, or `Unavailable` once `deadline` passes.
+async fn within<T>(deadline: Instant, call: impl Future<Output = T>) -> Result<T, StoreError> {
+    tokio::time::timeout_at(deadline.into(), call).await.map_err(|_| {
+        StoreError::Unavailable(
+            "the request's deadline passed while the database was busy or silent".to_owned(),
+        )
+    })
+}
