@@ -3,6 +3,8 @@
 //! `cargo test` leaves out (`test = false` in `Cargo.toml`): it reads what the whole suite
 //! wrote, so it runs only when asked for (`cargo test --test status_coverage`).
 
+#![allow(clippy::unwrap_used, reason = "in a test, a panic is the failure report")]
+
 use std::collections::BTreeSet;
 
 #[test]

@@ -63,7 +63,7 @@ fn panic_line(message: &str, location: &str, thread: &str, backtrace: Option<&st
 }
 
 /// A line the process writes itself, not through the logger (the demo's banner, a
-/// command's failure, a panic), as [`json_line`] writes a record.
+/// command's failure, a panic), as `json_line` writes a record.
 pub fn line_of(
     level: log::Level,
     target: &str,

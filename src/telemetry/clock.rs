@@ -66,10 +66,7 @@ fn counter_keeps_time() -> bool {
 #[cfg(target_arch = "x86_64")]
 fn ticks() -> u64 {
     // SAFETY: RDTSC is on every x86_64 CPU; it reads a counter and touches no memory.
-    #[allow(unused_unsafe)]
-    unsafe {
-        core::arch::x86_64::_rdtsc()
-    }
+    unsafe { core::arch::x86_64::_rdtsc() }
 }
 
 #[cfg(not(target_arch = "x86_64"))]

@@ -28,9 +28,9 @@
 //! locked span data and channel, and the exporter built the generated protobuf structs (a
 //! `String` per attribute) before encoding them. What a request needs is small — ids, two
 //! clock readings and a few attributes per span — so a span here is plain data
-//! borrowed from the request ([`span::SpanRecord`]), encoded as it ends into its thread's
-//! buffer ([`otlp`]; no allocation per span), and a thread's encoded spans go onto a
-//! bounded queue ([`export`]) a few dozen at a time, for the exporter to wrap and post.
+//! borrowed from the request (`span::SpanRecord`), encoded as it ends into its thread's
+//! buffer (`otlp`; no allocation per span), and a thread's encoded spans go onto a
+//! bounded queue (`export`) a few dozen at a time, for the exporter to wrap and post.
 //! The wire format is the standard one, checked by `scripts/check-tracing` with the
 //! published opentelemetry-proto package.
 //!
@@ -472,9 +472,9 @@ thread_local! {
 }
 
 /// A kind of work inside the service that it makes (internal) spans of: their name and
-/// constant attributes, encoded with their kind the first time one ends ([`otlp::fixed`]).
+/// constant attributes, encoded with their kind the first time one ends (`otlp::fixed`).
 /// A child span of the kind ([`in_span`]) is then the whole span encoded once and copied
-/// with its ids and times written in ([`otlp::Skeleton`]); the SQLite writer's batch span,
+/// with its ids and times written in (`otlp::Skeleton`); the SQLite writer's batch span,
 /// which has attributes and links of its own, copies the fixed part alone.
 pub struct Template {
     name: &'static str,

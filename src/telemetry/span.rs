@@ -1,5 +1,5 @@
 //! A finished span as the request's thread describes it: borrowed data, encoded at once
-//! ([`super::otlp`]) into the thread's buffer, so a span costs no allocation of its own and
+//! (`super::otlp`) into the thread's buffer, so a span costs no allocation of its own and
 //! only its encoded bytes travel to the exporter's thread.
 
 use super::context::SpanContext;
@@ -42,7 +42,7 @@ impl<'a> Attribute<'a> {
 }
 
 /// A link to another trace's span (the SQLite writer's batch to the requests it carried):
-/// the storage layer's [`TraceLink`](wpds_storage::writer::TraceLink) itself, so that a
+/// the storage layer's `wpds_storage::writer::TraceLink` itself, so that a
 /// batch's links are encoded where the writer left them, without a copy.
 pub use wpds_storage::writer::TraceLink as Link;
 
@@ -57,7 +57,7 @@ pub struct SpanRecord<'a> {
     /// The caller's `tracestate`, carried by the server span.
     pub trace_state: Option<&'a str>,
     /// Its name, kind and constant attributes, encoded once for all spans of its kind of
-    /// work ([`super::otlp::fixed`]).
+    /// work (`super::otlp::fixed`).
     pub fixed: &'a [u8],
     /// When it started, in nanoseconds since the Unix epoch.
     pub start: u64,

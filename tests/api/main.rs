@@ -2,6 +2,8 @@
 //! random port and talks HTTP to it. Every response any test receives is checked against
 //! the document (declared status, media type and schema) by `support`.
 
+#![allow(clippy::unwrap_used, reason = "in a test, a panic is the failure report")]
+
 /// The server binary's allocator (`src/main.rs`), so that the server started in this
 /// process costs what the binary costs: with the system allocator, requests of a few
 /// megabytes paid for fresh pages each time, and timings (`categories.rs`) measured that.

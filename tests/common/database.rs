@@ -16,6 +16,10 @@
 //! engine of the run, and its name ends in `sqlite_only`, so the PostgreSQL pass leaves it
 //! out with `--skip sqlite_only` instead of running it again.
 
+// Shared by several test targets, each of which uses part of it (an expectation would
+// fail in some).
+#![allow(dead_code, reason = "each test target uses part of this module")]
+
 use diesel::{Connection, RunQueryDsl};
 
 /// One test's own database; removed on drop.
@@ -43,7 +47,6 @@ impl TestDatabase {
     /// A new, empty PostgreSQL database for a test that needs one (and is ignored unless
     /// asked for); fails the test, saying what to set, when `TEST_DATABASE_URL` names no
     /// PostgreSQL server.
-    #[allow(dead_code, reason = "not every test target has a PostgreSQL-only test")]
     pub fn postgres() -> Self {
         Self::on_postgres(require_postgres())
     }
@@ -86,7 +89,6 @@ fn postgres_url() -> Option<String> {
 
 /// What stands between servers and the PostgreSQL of `TEST_DATABASE_URL`
 /// (`WPDS_PG_POOLER`, as the server reads it).
-#[allow(dead_code, reason = "not every test target asks")]
 pub fn pooler() -> wpds_storage::Pooler {
     match std::env::var("WPDS_PG_POOLER").as_deref() {
         Ok("transaction") => wpds_storage::Pooler::Transaction,

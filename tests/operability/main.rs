@@ -6,9 +6,10 @@
 //! starts the binary Cargo built on its own fresh database, talks HTTP to it on loopback,
 //! waits for observable conditions with deadlines, and kills what it started.
 
+#![allow(clippy::unwrap_used, reason = "in a test, a panic is the failure report")]
+
 #[path = "../common/database.rs"]
 mod database;
-#[allow(dead_code)]
 #[path = "../reliability/harness.rs"]
 mod harness;
 mod logs;

@@ -1,5 +1,8 @@
 //! Server processes, a seeded database and a small HTTP client for the fault tests.
 
+// Shared with tests/operability, which uses part of it (an expectation would fail there).
+#![allow(dead_code, reason = "tests/operability uses part of this module")]
+
 use crate::database::TestDatabase;
 use serde_json::{Value, json};
 use std::path::PathBuf;

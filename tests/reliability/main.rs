@@ -11,6 +11,8 @@
 //! condition, with a deadline that fails the test. Every request has a client-side timeout,
 //! so a hanging server fails a test instead of stalling the suite.
 
+#![allow(clippy::unwrap_used, reason = "in a test, a panic is the failure report")]
+
 mod black_hole;
 mod crash;
 #[path = "../common/database.rs"]

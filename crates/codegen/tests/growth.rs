@@ -5,6 +5,8 @@
 //!
 //! Each generated output is parsed as Rust (syn), so what is asserted is also code.
 
+#![allow(clippy::unwrap_used, reason = "in a test, a panic is the failure report")]
+
 use serde_json::{Value, json};
 use wpds_codegen::{operations, types};
 

@@ -2,6 +2,8 @@
 //! the gate itself against a catalogue of deliberate breaks and compatible changes.
 //! `scripts/check-breaking-changes` runs the same check (and Optic) from the command line.
 
+#![allow(clippy::unwrap_used, reason = "in a test, a panic is the failure report")]
+
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use wpds_compat::{self as compat, breaks};

@@ -4,6 +4,8 @@
 //! starts from. Redocly, Spectral and the build all accept a misspelt target; without
 //! this, only Schemathesis (which follows links) would notice.
 
+#![allow(clippy::unwrap_used, reason = "in a test, a panic is the failure report")]
+
 use serde_json::Value;
 use wpds_contract::document;
 use wpds_document::operations::{OperationInfo, collect};

@@ -1,5 +1,7 @@
 //! The response check the black-box tests rely on catches drift from the document.
 
+#![allow(clippy::unwrap_used, reason = "in a test, a panic is the failure report")]
+
 use serde_json::json;
 use wpds_contract::responses::ResponseChecker;
 

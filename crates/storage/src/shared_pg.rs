@@ -12,14 +12,14 @@
 //! Rules, the same as the blocking pool's ([`crate::db`]):
 //! - Timeouts are set in code, not read from the URL: connect timeout, TCP keepalives and
 //!   `tcp_user_timeout` as the blocking connections get them
-//!   ([`crate::network::network_settings`]), and `statement_timeout` (the database
+//!   (`crate::network::network_settings`), and `statement_timeout` (the database
 //!   timeout) and `lock_timeout` ([`LOCK_WAIT`]) at connection start-up.
 //! - The caller bounds each statement by its request's deadline; a statement dropped
 //!   before it finished (its request gave up), or one that failed in the database, takes
 //!   its connection out of use (it closes once its other statements are done) and makes
 //!   the database suspect: until then every connection made before the failure runs a
 //!   trivial statement before its next use, so the connections of an outage are found and
-//!   replaced, not handed to requests ([`Suspicion`]).
+//!   replaced, not handed to requests (`Suspicion`).
 //! - A statement waits for a row lock at most [`LOCK_WAIT`]: the statements pipelined
 //!   behind it on its connection wait as long. One that gives up (`is_lock_wait`) leaves
 //!   its connection in use; the server then does the write on the blocking pool, which
@@ -28,7 +28,7 @@
 //!   `per_thread`, and only within the request's deadline; nothing reconnects in the
 //!   background.
 //! - The URL is read by tokio-postgres only when it means the same there as to libpq
-//!   ([`SharedPg::new`] says why not otherwise, and the server keeps single statements on
+//!   (`SharedPg::new` says why not otherwise, and the server keeps single statements on
 //!   the blocking pool). TLS is negotiated as libpq does for `sslmode` `prefer` (its
 //!   default) and `require`: encrypted, the certificate not verified.
 

@@ -3,6 +3,8 @@
 //! service) all come up, the migrations applied once. Runs when `TEST_DATABASE_URL` names
 //! a PostgreSQL server (a SQLite file is served by one process).
 
+#![allow(clippy::unwrap_used, reason = "in a test, a panic is the failure report")]
+
 mod support;
 
 use std::time::Duration;

@@ -1,6 +1,8 @@
 //! The fixture loader (`wpds seed`) against a fresh SQLite file per test and, when
 //! `TEST_DATABASE_URL` names a PostgreSQL server, against a fresh PostgreSQL database too.
 
+#![allow(clippy::unwrap_used, reason = "in a test, a panic is the failure report")]
+
 mod support;
 
 use diesel::prelude::*;

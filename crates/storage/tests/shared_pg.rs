@@ -4,6 +4,8 @@
 //! pool. Runs when `TEST_DATABASE_URL` names a PostgreSQL server (SQLite has no shared
 //! connections). No tables are needed: the server's own database will do.
 
+#![allow(clippy::unwrap_used, reason = "in a test, a panic is the failure report")]
+
 mod support;
 
 use diesel::sql_types::{BigInt, Integer};

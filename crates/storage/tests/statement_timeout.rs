@@ -3,6 +3,8 @@
 //! any request's budget. Runs when `TEST_DATABASE_URL` names a PostgreSQL server (SQLite
 //! has no statement timeout: its one writer is bounded by the jobs' deadlines).
 
+#![allow(clippy::unwrap_used, reason = "in a test, a panic is the failure report")]
+
 mod support;
 
 use diesel::RunQueryDsl;

@@ -4,6 +4,8 @@
 //! Each test holds the writer inside a first job (a gate) while it queues the others, so
 //! that they are certain to share that job's batch.
 
+#![allow(clippy::unwrap_used, reason = "in a test, a panic is the failure report")]
+
 mod support;
 
 use diesel::prelude::*;

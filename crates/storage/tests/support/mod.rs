@@ -1,7 +1,8 @@
 //! What the storage crate's test files share: scratch databases that disappear with the
 //! test.
 
-#![allow(dead_code)] // each test file uses part of it
+// Shared by every test file, and each uses part of it (an expectation would fail in some).
+#![allow(dead_code, reason = "each test file uses part of this module")]
 
 use diesel::pg::PgConnection;
 use diesel::prelude::*;
@@ -38,7 +39,6 @@ impl Drop for Cleanup {
 /// carries `#[ignore = "needs PostgreSQL: …"]`, so `cargo test` reports it ignored, with the
 /// reason; run with `--include-ignored` and no PostgreSQL named, it fails saying what to
 /// set (never passes without having run).
-#[allow(dead_code, reason = "each test file uses part of this module")]
 pub fn require_postgres() -> String {
     std::env::var("TEST_DATABASE_URL").ok().filter(|url| url.starts_with("postgres")).expect(
         "this test needs PostgreSQL: set TEST_DATABASE_URL=postgres://USER@HOST:PORT/DB \
