@@ -236,8 +236,9 @@ fn serve(mut config: ServeConfig, settings: &[String]) -> Result<(), String> {
         Some(bind) => {
             let listener =
                 TcpListener::bind(bind).map_err(|e| format!("cannot listen for metrics on {bind}: {e}"))?;
-            let ids: Vec<&str> = wpds::operations::OPERATIONS.iter().map(|op| op.id).collect();
-            let metrics = Arc::new(wpds::metrics::Metrics::new(Arc::clone(&state.db), &ids));
+            let operations: Vec<(&'static str, &'static [u16])> =
+                wpds::operations::OPERATIONS.iter().map(|op| (op.id, op.statuses)).collect();
+            let metrics = Arc::new(wpds::metrics::Metrics::new(Arc::clone(&state.db), &operations));
             let waits = Arc::clone(&metrics);
             state.db.observe_pool_waits(Box::new(move |wait| waits.pool_wait.observe(wait.as_secs_f64())));
             state.metrics = Some(Arc::clone(&metrics));

@@ -3,8 +3,8 @@
 //!
 //! | metric | type | labels | what |
 //! |---|---|---|---|
-//! | `wpds_http_requests_total` | counter | `operation_id`, `status_class` | answers given |
-//! | `wpds_http_request_duration_seconds` | histogram | `operation_id`, `status_class` | time to the answer's head |
+//! | `wpds_http_requests_total` | counter | `operation_id`, `status_class`, `code` | answers given |
+//! | `wpds_http_request_duration_seconds` | histogram | `operation_id`, `status_class`, `code` | time to the answer's head |
 //! | `wpds_http_requests_in_flight` | gauge | | requests being served |
 //! | `wpds_db_pool_connections` | gauge | `state` (`idle`, `in_use`) | the pool's open connections |
 //! | `wpds_db_pool_max_connections` | gauge | | the pool's size |
@@ -21,10 +21,13 @@
 //! | `process_*` | | | CPU, memory, descriptors (the client library's process collector) |
 //!
 //! `operation_id` is the contract's `operationId`, or `other` for the probes, the documents
-//! and unknown routes; `status_class` is `2xx` … `5xx`. Names and units follow Prometheus's
-//! conventions (`promtool check metrics`). The hot path touches only resolved handles: an
-//! operation's handles for a status class are looked up by label once, at its first
-//! answer of that class (so no series of zeros is exported for classes never answered),
+//! and unknown routes; `status_class` is `2xx` … `5xx`; `code` is the exact status when
+//! the document declares it for the operation (for `other`: anywhere in the document), and
+//! `other` for any status it does not, so the label's values are bounded by the document.
+//! (`status_class` stays: dashboards of 1.0.0 sum by it.) Names and units follow
+//! Prometheus's conventions (`promtool check metrics`). The hot path touches only resolved
+//! handles: an operation's handles for a status are looked up by label once, at its first
+//! answer of that status (so no series of zeros is exported for statuses never answered),
 //! and kept; the pool's and the writer's gauges are read at scrape time.
 
 use prometheus::{
@@ -52,10 +55,31 @@ pub enum UnavailableCause {
     Draining,
 }
 
-/// One operation's handles, per status class, resolved at first use.
+/// The `code` label of a status the operation does not declare.
+const UNDECLARED: &str = "other";
+
+/// A series' two handles, resolved at its first answer.
+type Handles = std::sync::OnceLock<(IntCounter, Histogram)>;
+
+/// One operation's handles: per declared status, and per status class for the statuses it
+/// does not declare.
 struct PerOperation {
     id: &'static str,
-    classes: [std::sync::OnceLock<(IntCounter, Histogram)>; 5],
+    /// The declared statuses (ascending) with their labels and handles.
+    declared: Vec<(u16, String, Handles)>,
+    undeclared: [Handles; 5],
+}
+
+impl PerOperation {
+    /// The operation `id`, declaring `statuses`.
+    fn new(id: &'static str, statuses: impl IntoIterator<Item = u16>) -> Self {
+        let mut statuses: Vec<u16> = statuses.into_iter().collect();
+        statuses.sort_unstable();
+        statuses.dedup();
+        let declared =
+            statuses.into_iter().map(|status| (status, status.to_string(), Handles::new())).collect();
+        PerOperation { id, declared, undeclared: Default::default() }
+    }
 }
 
 /// Every metric of the process, and the registry that serves them.
@@ -93,16 +117,17 @@ fn registered<T: prometheus::core::Collector + Clone + 'static>(registry: &Regis
 }
 
 impl Metrics {
-    /// The metrics of a server over `db` answering the operations `operation_ids` (in the
-    /// order of the operation table); registers the build info and the process collector,
-    /// (the SQLite writer's batches are reported through [`Metrics::batch_committed`]).
-    pub fn new(db: Arc<Database>, operation_ids: &[&'static str]) -> Self {
+    /// The metrics of a server over `db` answering `operations` (their `operationId` and
+    /// the statuses the document declares for each, in the order of the operation table);
+    /// registers the build info and the process collector (the SQLite writer's batches are
+    /// reported through [`Metrics::batch_committed`]).
+    pub fn new(db: Arc<Database>, operations: &[(&'static str, &'static [u16])]) -> Self {
         let registry = Registry::new();
         let requests = registered(
             &registry,
             IntCounterVec::new(
-                Opts::new("wpds_http_requests_total", "HTTP answers given, by operation and status class."),
-                &["operation_id", "status_class"],
+                Opts::new("wpds_http_requests_total", "HTTP answers given, by operation and status."),
+                &["operation_id", "status_class", "code"],
             )
             .expect("a valid metric"),
         );
@@ -111,20 +136,20 @@ impl Metrics {
             HistogramVec::new(
                 HistogramOpts::new(
                     "wpds_http_request_duration_seconds",
-                    "Time from a request's arrival to its answer's head, by operation and status class.",
+                    "Time from a request's arrival to its answer's head, by operation and status.",
                 )
                 .buckets(vec![
                     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
                 ]),
-                &["operation_id", "status_class"],
+                &["operation_id", "status_class", "code"],
             )
             .expect("a valid metric"),
         );
-        let operations = operation_ids
+        let anywhere = operations.iter().flat_map(|(_, statuses)| statuses.iter().copied());
+        let operations = operations
             .iter()
-            .copied()
-            .chain([OTHER])
-            .map(|id| PerOperation { id, classes: Default::default() })
+            .map(|(id, statuses)| PerOperation::new(id, statuses.iter().copied()))
+            .chain([PerOperation::new(OTHER, anywhere)])
             .collect();
         let in_flight = registered(
             &registry,
@@ -277,8 +302,12 @@ impl Metrics {
         let per = index.and_then(|i| self.operations.get(i)).or_else(|| self.operations.last());
         let class = usize::from(status / 100).clamp(1, 5) - 1;
         if let Some(per) = per {
-            let (requests, duration) = per.classes[class].get_or_init(|| {
-                let labels = [per.id, CLASSES[class]];
+            let (handles, code) = match per.declared.iter().find(|(declared, ..)| *declared == status) {
+                Some((_, code, handles)) => (handles, code.as_str()),
+                None => (&per.undeclared[class], UNDECLARED),
+            };
+            let (requests, duration) = handles.get_or_init(|| {
+                let labels = [per.id, CLASSES[class], code];
                 (self.requests.with_label_values(&labels), self.durations.with_label_values(&labels))
             });
             requests.inc();

@@ -49,6 +49,9 @@ fn metrics_count_what_happened_on_their_own_listener_and_pass_promtool() {
     }
     let refused = put_cell(&agent(), &server.base, "not-a-token", &cell("2026-11-06", "1", "x", 1)).unwrap();
     assert_eq!(refused.status, 401);
+    // A status the document declares nowhere: a method the path does not have.
+    let wrong_method = agent().delete(format!("{}/v1/workspaces/1/time-log/cells", server.base)).call();
+    assert_eq!(wrong_method.expect("an answer").status(), 405);
 
     // Act: scrape (on SQLite once the writer has reported its batches: it does so right
     // after answering their writes).
@@ -59,14 +62,18 @@ fn metrics_count_what_happened_on_their_own_listener_and_pass_promtool() {
     }
     let text = scrape(&metrics);
 
-    // Assert: what happened is counted, labelled by operationId and status class.
-    let writes = r#"wpds_http_requests_total{operation_id="setOwnTimeLogCell",status_class="2xx"}"#;
+    // Assert: what happened is counted, labelled by operationId, status class and the exact
+    // status where the document declares it ("other" where it does not).
+    let writes =
+        r#"wpds_http_requests_total{code="200",operation_id="setOwnTimeLogCell",status_class="2xx"}"#;
     assert_eq!(sample(&text, writes), Some(3.0), "{text}");
-    let refusals = r#"wpds_http_requests_total{operation_id="setOwnTimeLogCell",status_class="4xx"}"#;
+    let refusals =
+        r#"wpds_http_requests_total{code="401",operation_id="setOwnTimeLogCell",status_class="4xx"}"#;
     assert_eq!(sample(&text, refusals), Some(1.0), "{text}");
-    let timed =
-        r#"wpds_http_request_duration_seconds_count{operation_id="setOwnTimeLogCell",status_class="2xx"}"#;
+    let timed = r#"wpds_http_request_duration_seconds_count{code="200",operation_id="setOwnTimeLogCell",status_class="2xx"}"#;
     assert_eq!(sample(&text, timed), Some(3.0), "{text}");
+    let undeclared = r#"wpds_http_requests_total{code="other",operation_id="other",status_class="4xx"}"#;
+    assert_eq!(sample(&text, undeclared), Some(1.0), "{text}");
     let engine = if seeded.is_postgres() { "postgres" } else { "sqlite" };
     let info = format!(
         r#"wpds_build_info{{contract_version="1.0.0",engine="{engine}",version="{}"}}"#,
@@ -216,4 +223,36 @@ fn prometheus_scrapes_the_metrics_and_answers_a_rate() {
 
     // Assert: the rate is about what was sent (one write per ~0.2 s; bounded loosely).
     assert!(rate > 0.0 && rate < 50.0, "rate {rate}/s");
+}
+
+#[test]
+fn the_suggested_alerts_of_the_operations_guide_pass_promtool_check_rules() {
+    // Arrange: the guide's table of suggested alerts, as a Prometheus rules file.
+    let Some(promtool) = binary("promtool") else {
+        eprintln!("skipped: no promtool on PATH (Debian's prometheus package has it; CI installs it)");
+        return;
+    };
+    let guide = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/operations.md")).unwrap();
+    let table =
+        guide.split("### Suggested alerts").nth(1).expect("the section").split("\n\n").nth(1).unwrap();
+    let mut rules = String::from("groups:\n  - name: wpds\n    rules:\n");
+    let mut count = 0;
+    for row in table.lines().skip(2) {
+        let cells: Vec<&str> = row.trim_matches('|').split(" | ").map(str::trim).collect();
+        let [alert, expr, wait, _why] = cells[..] else { panic!("a row of four cells: {row}") };
+        let expr = expr.trim_matches('`').replace('\'', "''");
+        rules.push_str(&format!("      - alert: '{alert}'\n        expr: '{expr}'\n        for: {wait}\n"));
+        count += 1;
+    }
+    let file = std::env::temp_dir().join(format!("wpds-alerts-{}.yml", std::process::id()));
+    std::fs::write(&file, &rules).unwrap();
+
+    // Act
+    let checked = Command::new(promtool).args(["check", "rules"]).arg(&file).output().expect("promtool runs");
+    let _ = std::fs::remove_file(&file);
+
+    // Assert: every row is a rule promtool accepts.
+    let report = String::from_utf8_lossy(&checked.stdout);
+    assert!(checked.status.success(), "{report}{}\n{rules}", String::from_utf8_lossy(&checked.stderr));
+    assert!(count >= 9 && report.contains(&format!("SUCCESS: {count} rules found")), "{report}");
 }
