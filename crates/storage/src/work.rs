@@ -68,8 +68,8 @@ impl Budget {
 /// Work that reads, built by a repository function.
 pub struct Read<T>(Plan<T>);
 
-/// Work that writes, built by a repository function. Its statements run in the write
-/// transaction it opens itself ([`crate::db_write!`]).
+/// Work that writes, built by a repository function. Statements that must commit together
+/// run in the write transaction it opens itself ([`crate::db_write!`]).
 pub struct Write<T>(Plan<T>);
 
 /// Work on a blocking connection of its own.
@@ -155,7 +155,9 @@ impl<T: Send + 'static> Read<T> {
 }
 
 impl<T: Send + 'static> Write<T> {
-    /// A write: `work` opens its transaction with [`crate::db_write!`].
+    /// A write: `work` opens its transaction with [`crate::db_write!`] where its statements
+    /// must commit together (one autocommit statement, or several that need not, may run as
+    /// they are: the rate-limit counters' sweep and hit).
     pub fn new(work: impl FnOnce(&mut DbConn) -> Result<T, StoreError> + Send + 'static) -> Self {
         Write(Plan::Blocking(Box::new(work)))
     }
