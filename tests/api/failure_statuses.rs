@@ -72,11 +72,7 @@ fn escape(path: &str) -> String {
 }
 
 fn send(app: &TestApp, example: &Example, token: &str) -> crate::support::TestResponse {
-    let request = app.request(&example.op.method, &example.path).bearer(token);
-    match &example.body {
-        Some(body) => request.json(body).send(),
-        None => request.send(),
-    }
+    with_example_body(app.request(&example.op.method, &example.path).bearer(token), &example.body).send()
 }
 
 /// Sends `example` asking for a media type no operation answers in: the pipeline
