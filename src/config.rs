@@ -210,8 +210,9 @@ pub struct ServeConfig {
     pub metrics_bind: Option<SocketAddr>,
 
     /// OpenTelemetry collector to export traces to with OTLP over HTTP (protobuf), e.g.
-    /// `http://127.0.0.1:4318` (traces go to its `/v1/traces`); unset, tracing is off. The
-    /// other standard `OTEL_*` variables apply (service name, headers, sampler, batching).
+    /// `http://127.0.0.1:4318` or `https://collector:4318` (traces go to its `/v1/traces`);
+    /// unset, tracing is off. The other standard `OTEL_*` variables apply (service name,
+    /// headers, CA certificate, sampler, batching).
     #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
     pub otlp_endpoint: Option<String>,
 

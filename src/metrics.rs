@@ -17,6 +17,7 @@
 //! | `wpds_auth_cache_lookups_total` | counter | `result` (`hit`, `miss`) | authentication cache lookups |
 //! | `wpds_rate_limit_refusals_total` | counter | `subject` (`user`, `address`) | 429 answers |
 //! | `wpds_unavailable_responses_total` | counter | `cause` (`database`, `body_memory`, `draining`) | 503 answers |
+//! | `wpds_tracing_spans_total` | counter | `outcome` (`ended`, `exported`, `failed`) | spans handed to the exporter's queue, accepted by the collector, and in posts that failed (`ended − exported − failed` were dropped by a full queue, or are still queued) |
 //! | `wpds_build_info` | gauge (1) | `version`, `contract_version`, `engine` | what runs |
 //! | `process_*` | | | CPU, memory, descriptors (the client library's process collector) |
 //!
@@ -101,6 +102,9 @@ pub struct Metrics {
     auth_cache: [IntCounter; 2],
     refusals: [IntCounter; 2],
     unavailable: [IntCounter; 3],
+    /// `wpds_tracing_spans_total` by outcome, caught up with the tracer's counts at each
+    /// scrape (locked: two scrapes at once must not both add the same spans).
+    spans: std::sync::Mutex<[IntCounter; 3]>,
     db: Arc<Database>,
 }
 
@@ -247,6 +251,12 @@ impl Metrics {
             "cause",
             &["database", "body_memory", "draining"],
         );
+        let spans = counters(
+            "wpds_tracing_spans_total",
+            "Spans handed to the exporter's queue (ended), accepted by the collector (exported), and in posts that failed (failed).",
+            "outcome",
+            &["ended", "exported", "failed"],
+        );
         let build_info = registered(
             &registry,
             IntGaugeVec::new(
@@ -281,6 +291,7 @@ impl Metrics {
             auth_cache: pair(auth_cache),
             refusals: pair(refusals),
             unavailable: unavailable.try_into().expect("three values"),
+            spans: std::sync::Mutex::new(spans.try_into().expect("three values")),
             db,
         }
     }
@@ -344,6 +355,12 @@ impl Metrics {
             gauges.most.set(count(state.most));
             gauges.statements.set(count(state.statements));
         }
+        let spans = self.spans.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (counter, now) in spans.iter().zip(crate::telemetry::span_counts()) {
+            // The tracer's counts only grow: the counter catches up with them.
+            counter.inc_by(now.saturating_sub(counter.get()));
+        }
+        drop(spans);
         if let Some(writer) = self.db.writer() {
             self.writer_queue.set(i64::try_from(writer.queue_depth()).unwrap_or(i64::MAX));
         }

@@ -3,13 +3,12 @@
 //!
 //! The database is reached one way: [`AppState::read`] and [`AppState::write`] hand a
 //! repository's [`Read`] or [`Write`] to storage with the request's [`Budget`]; storage
-//! decides which connection serves it ([`wpds_storage::work`]). These two are also where
-//! the database's span of a trace is made.
+//! decides which connection serves it ([`wpds_storage::work`]) and makes the call's span
+//! of the request's trace ([`wpds_storage::trace`]).
 
 use crate::auth_cache::AuthCache;
 use crate::error::ApiError;
 use crate::rate_limit::RateLimiter;
-use crate::telemetry;
 use std::sync::Arc;
 use wpds_storage::auth::TokenLifetimes;
 use wpds_storage::{Budget, Database, Read, Write};
@@ -35,16 +34,13 @@ pub struct AppState {
 impl AppState {
     /// Runs `read` within what is left of `budget`.
     pub async fn read<T: Send + 'static>(&self, budget: &Budget, read: Read<T>) -> Result<T, ApiError> {
-        let span = telemetry::database(self.db.engine(), false);
-        Ok(telemetry::in_span(span, self.db.read(budget, read)).await?)
+        Ok(self.db.read(budget, read).await?)
     }
 
     /// Runs `write` within what is left of `budget` (on SQLite, answered once its batch of
     /// the writer committed).
     pub async fn write<T: Send + 'static>(&self, budget: &Budget, write: Write<T>) -> Result<T, ApiError> {
-        let span = telemetry::database(self.db.engine(), self.db.writer().is_some());
-        let link = telemetry::current_link();
-        Ok(telemetry::in_span(span, self.db.write(budget, link, write)).await?)
+        Ok(self.db.write(budget, write).await?)
     }
 
     /// A budget for one request: the configured database timeout.

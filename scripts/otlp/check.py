@@ -2,6 +2,7 @@
 
 import http.client
 import json
+import re
 import os
 import secrets
 import signal
@@ -17,6 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 RECEIVER = os.path.join(ROOT, "scripts", "otlp", "receiver.py")
 CELLS = "/v1/workspaces/1/time-log/cells"
 RECEIPTS = "/v1/workspaces/1/projects/7/sync-updates/commercial-receipts"
+USER_AGENT = "check-tracing/1.0 (the OTLP receiver's test)"
 SERVER, INTERNAL = 2, 1  # OTLP span kinds
 STATUS_ERROR = 2  # OTLP status code
 
@@ -54,9 +56,14 @@ class Server:
         issued = subprocess.run([binary, "token", "issue", "--user", "5"], env=base_env, check=True, capture_output=True)
         self.token = json.loads(issued.stdout)["accessToken"]
         self.port = free_port()
-        self.log = open(os.path.join(workdir, f"{name}.log"), "w")
+        self.metrics_port = free_port()
+        self.log_path = os.path.join(workdir, f"{name}.log")
+        self.log = open(self.log_path, "w")
         self.process = subprocess.Popen(
-            [binary, "serve"], env=dict(base_env, WPDS_BIND=f"127.0.0.1:{self.port}", **env), stdout=self.log, stderr=self.log
+            [binary, "serve"],
+            env=dict(base_env, WPDS_BIND=f"127.0.0.1:{self.port}", WPDS_METRICS_BIND=f"127.0.0.1:{self.metrics_port}", **env),
+            stdout=self.log,
+            stderr=self.log,
         )
         wait_until(f"{name} ready", 30, lambda: self.status("GET", "/readyz") == 200)
 
@@ -69,7 +76,8 @@ class Server:
     def request(self, method, path, body=None, headers=None, connection=None):
         own = connection is None
         connection = connection or http.client.HTTPConnection("127.0.0.1", self.port, timeout=15)
-        connection.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers or {})
+        headers = {"User-Agent": USER_AGENT, **(headers or {})}
+        connection.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers)
         response = connection.getresponse()
         data = response.read()
         if own:
@@ -81,6 +89,26 @@ class Server:
         body = {"projectId": "7", "date": date, "hours": "1", "expectedVersion": 1}
         return self.request("PUT", CELLS, body, headers, connection)
 
+    def spans_counted(self):
+        """`wpds_tracing_spans_total` by outcome, from the metrics listener."""
+        connection = http.client.HTTPConnection("127.0.0.1", self.metrics_port, timeout=15)
+        connection.request("GET", "/metrics")
+        text = connection.getresponse().read().decode()
+        connection.close()
+        found = re.findall(r'^wpds_tracing_spans_total\{outcome="(\w+)"\} (\d+)$', text, re.M)
+        return {outcome: int(count) for outcome, count in found}
+
+    def access_lines(self):
+        self.log.flush()
+        lines = []
+        with open(self.log_path) as f:
+            for line in f:
+                if line.startswith("{"):
+                    entry = json.loads(line)
+                    if entry.get("target") == "wpds::access":
+                        lines.append(entry)
+        return lines
+
     def stop(self):
         self.process.terminate()
         try:
@@ -88,6 +116,15 @@ class Server:
         except subprocess.TimeoutExpired:
             self.process.kill()
         self.log.close()
+
+
+def received(out):
+    """The spans the receiver wrote to `out` so far."""
+    try:
+        with open(out) as f:
+            return [json.loads(line) for line in f if line.strip()]
+    except FileNotFoundError:
+        return []
 
 
 def traceparent():
@@ -101,7 +138,18 @@ def check_spans(binary, workdir):
     receiver = subprocess.Popen([sys.executable, RECEIVER, str(port), out])
     server = None
     try:
-        server = Server(binary, workdir, "traced", {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}", "OTEL_BSP_SCHEDULE_DELAY": "100", "WPDS_DRAIN_SECONDS": "3"})
+        server = Server(
+            binary,
+            workdir,
+            "traced",
+            {
+                "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}",
+                "OTEL_BSP_SCHEDULE_DELAY": "100",
+                "WPDS_DRAIN_SECONDS": "3",
+                "WPDS_LOG": "warn,wpds::access=info",
+                "WPDS_LOG_FORMAT": "json",
+            },
+        )
         # A write continuing an incoming trace; its X-Request-Id is the trace's id.
         trace, parent, header = traceparent()
         status, headers, _ = server.write("2026-11-09", extra={"traceparent": header})
@@ -117,16 +165,13 @@ def check_spans(binary, workdir):
         own = headers.get("x-request-id", "")
         if len(own) != 32 or any(c not in "0123456789abcdef" for c in own):
             fail(f"without traceparent the id is not the span's trace id: {own!r}")
-        status, headers, _ = server.write("2026-11-11", extra={"traceparent": traceparent()[2], "X-Request-Id": "chosen-by-client"})
+        proxied, _, proxied_header = traceparent()
+        status, headers, _ = server.write("2026-11-11", extra={"traceparent": proxied_header, "X-Request-Id": "chosen-by-client"})
         if headers.get("x-request-id") != "chosen-by-client":
             fail(f"a well-formed X-Request-Id must win: {headers.get('x-request-id')!r}")
 
         def spans():
-            try:
-                with open(out) as f:
-                    return [json.loads(line) for line in f if line.strip()]
-            except FileNotFoundError:
-                return []
+            return received(out)
 
         def of_trace(t):
             return [s for s in spans() if s["traceId"] == t]
@@ -154,18 +199,34 @@ def check_spans(binary, workdir):
             "url.path": CELLS,
             "network.protocol.version": "1.1",
             "client.address": "127.0.0.1",
+            "network.peer.address": "127.0.0.1",
+            "server.address": "127.0.0.1",
+            "server.port": server.port,
+            "user_agent.original": USER_AGENT,
         }
         for key, value in attributes.items():
             if root["attributes"].get(key) != value:
                 fail(f"server span attribute {key}: {root['attributes'].get(key)!r}, expected {value!r}")
-        for absent in ("url.query", "error.type", "http.request.method_original"):
+        if not isinstance(root["attributes"].get("network.peer.port"), int):
+            fail(f"server span without network.peer.port: {root['attributes']}")
+        for absent in ("url.query", "error.type", "http.request.method_original", "http.request.header.x-request-id"):
             if absent in root["attributes"]:
                 fail(f"the write's server span has {absent}: {root['attributes']}")
         children = [s for s in mine if s["parentSpanId"] == root["spanId"]]
         names = sorted(s["name"] for s in children)
-        for name in ("authentication", "validation", "database"):
+        for name in ("authentication", "validation", "UPDATE time_log_entries"):
             if name not in names:
                 fail(f"no {name} span under the server span: {names}")
+        # The database span is named by what it does, with the database conventions' attributes.
+        database = next(s for s in children if s["name"] == "UPDATE time_log_entries")
+        database_expected = {
+            "db.system.name": "sqlite",
+            "db.query.summary": "UPDATE time_log_entries",
+            "db.operation.name": "UPDATE",
+            "wpds.db.connection": "writer",
+        }
+        if any(database["attributes"].get(k) != v for k, v in database_expected.items()):
+            fail(f"the write's database span: {database['attributes']}, expected {database_expected}")
         by_id = {s["spanId"]: s for s in mine}
         for span in mine:
             if span is root:
@@ -176,11 +237,25 @@ def check_spans(binary, workdir):
             if span["kind"] != INTERNAL or not (up["start"] <= span["start"] <= span["end"] <= up["end"]):
                 fail(f"{span['name']} ({span['start']}..{span['end']}) is not within {up['name']} ({up['start']}..{up['end']})")
         authentication = next(s for s in children if s["name"] == "authentication")
-        if not any(s["name"] == "database" and s["parentSpanId"] == authentication["spanId"] for s in mine):
-            fail("the token lookup is not a database span under authentication")
+        looked_up = [s for s in mine if s["parentSpanId"] == authentication["spanId"]]
+        if not any(s["name"] == "SELECT tokens logins users" and s["attributes"].get("db.query.summary") == s["name"] for s in looked_up):
+            fail(f"the token lookup is not a database span under authentication: {looked_up}")
         batch = next(s for s in spans() if s["name"] == "sqlite writer batch" and any(l["traceId"] == trace for l in s["links"]))
-        if {"traceId": trace, "spanId": root["spanId"]} not in batch["links"]:
-            fail(f"the batch span links {batch['links']}, not the server span {root['spanId']}")
+        if {"traceId": trace, "spanId": database["spanId"]} not in batch["links"]:
+            fail(f"the batch span links {batch['links']}, not the write's database span {database['spanId']}")
+        # Logs and traces join: the write's access line carries the request id, the trace id
+        # and the server span's id as separate fields.
+        line = wait_until("the traced write's access line", 10, lambda: next((l for l in server.access_lines() if l.get("traceId") == trace), None))
+        if line.get("requestId") != trace or line.get("spanId") != root["spanId"]:
+            fail(f"the traced write's access line: {line}, expected requestId {trace}, spanId {root['spanId']}")
+        # A proxy's X-Request-Id (not the trace's id) is recorded on the server span.
+        wait_until("the proxied write's server span", 20, lambda: any(s["kind"] == SERVER for s in of_trace(proxied)))
+        recorded = next(s for s in of_trace(proxied) if s["kind"] == SERVER)["attributes"].get("http.request.header.x-request-id")
+        if recorded != ["chosen-by-client"]:
+            fail(f"the proxied write's server span records X-Request-Id {recorded!r}, expected ['chosen-by-client']")
+        line = next((l for l in server.access_lines() if l.get("traceId") == proxied), None)
+        if line is None or line.get("requestId") != "chosen-by-client":
+            fail(f"the proxied write's access line: {line}")
         if batch["attributes"].get("db.operation.batch.size", 0) < 1:
             fail(f"the batch span's size: {batch['attributes']}")
         # A query is recorded with its credential-like keys redacted; a method the
@@ -212,6 +287,9 @@ def check_spans(binary, workdir):
         wait_until("the request after the unsampled write is exported", 20, lambda: any(s["kind"] == SERVER for s in of_trace(trace3)))
         if of_trace(unsampled) or any(l["traceId"] == unsampled for s in spans() for l in s["links"]):
             fail(f"the unsampled write's trace {unsampled} was exported: {of_trace(unsampled)}")
+        counted = server.spans_counted()
+        if not counted.get("exported") or counted.get("failed") != 0 or counted.get("ended", 0) < counted["exported"]:
+            fail(f"wpds_tracing_spans_total with a collector that answers: {counted}")
         # A 5xx: /readyz answers 503 while the server drains after SIGTERM; its server span
         # has status error and error.type "503" (exported before the server exits).
         failing, _, failing_header = traceparent()
@@ -228,11 +306,58 @@ def check_spans(binary, workdir):
             f"check-tracing: spans OK: {len(mine)} spans in the write's trace "
             f"({', '.join(sorted(s['name'] for s in mine))}), parent {parent} kept, "
             f"batch span of {batch['attributes']['db.operation.batch.size']} write(s) links back; "
-            f"an unsampled write exported nothing; a query, an unknown method and a 503 are recorded "
-            f"as the HTTP conventions ask"
+            f"an unsampled write exported nothing; a query, an unknown method, a 503 and a proxy's "
+            f"X-Request-Id are recorded as the HTTP conventions ask; the access log joins; spans {counted}"
         )
     finally:
         if server is not None:
+            server.stop()
+        receiver.terminate()
+        receiver.wait(10)
+
+
+def make_certificates(workdir):
+    """A private CA and a certificate it signed for localhost and 127.0.0.1 (openssl's
+    command line): the CA's PEM, the server's certificate and key."""
+    ca_key, ca, key, request, cert = (os.path.join(workdir, n) for n in ("ca.key", "ca.pem", "server.key", "server.csr", "server.pem"))
+    extensions = os.path.join(workdir, "server.ext")
+    with open(extensions, "w") as f:
+        f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n")
+    quiet = {"check": True, "capture_output": True}
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=check-tracing private CA", "-keyout", ca_key, "-out", ca], **quiet)
+    subprocess.run(["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout", key, "-out", request], **quiet)
+    subprocess.run(["openssl", "x509", "-req", "-in", request, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-days", "2", "-extfile", extensions, "-out", cert], **quiet)
+    return ca, cert, key
+
+
+def check_tls(binary, workdir):
+    """A collector on https:// with a certificate of a private CA: spans arrive when
+    OTEL_EXPORTER_OTLP_CERTIFICATE names the CA; without it every post fails, and the
+    metrics count the spans as failed."""
+    ca, cert, key = make_certificates(workdir)
+    out = os.path.join(workdir, "tls-spans.jsonl")
+    port = free_port()
+    receiver = subprocess.Popen([sys.executable, RECEIVER, str(port), out, cert, key])
+    servers = []
+    try:
+        common = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"https://localhost:{port}", "OTEL_BSP_SCHEDULE_DELAY": "100", "OTEL_EXPORTER_OTLP_TIMEOUT": "3000"}
+        trusting = Server(binary, workdir, "tls-trusting", dict(common, OTEL_EXPORTER_OTLP_CERTIFICATE=ca))
+        servers.append(trusting)
+        untrusting = Server(binary, workdir, "tls-untrusting", common)
+        servers.append(untrusting)
+        trace, _, header = traceparent()
+        trusting.request("GET", RECEIPTS, headers={"traceparent": header})
+        untrusted, _, header = traceparent()
+        untrusting.request("GET", RECEIPTS, headers={"traceparent": header})
+
+        wait_until("spans over TLS with the private CA", 20, lambda: any(s["traceId"] == trace and s["kind"] == SERVER for s in received(out)))
+        counted = wait_until("the exported spans counted", 10, lambda: (lambda c: c if c.get("exported") else None)(trusting.spans_counted()))
+        refused = wait_until("the untrusting server's failed posts counted", 20, lambda: (lambda c: c if c.get("failed") else None)(untrusting.spans_counted()))
+        if refused.get("exported") or any(s["traceId"] == untrusted for s in received(out)):
+            fail(f"a collector whose CA is not trusted received spans: {refused}")
+        print(f"check-tracing: TLS OK: spans reach an https:// collector of a private CA named by OTEL_EXPORTER_OTLP_CERTIFICATE ({counted}); without it, posts fail and are counted ({refused})")
+    finally:
+        for server in servers:
             server.stop()
         receiver.terminate()
         receiver.wait(10)
@@ -299,7 +424,13 @@ def check_black_hole(binary, workdir, rounds=9, count=2000):
     try:
         off = Server(binary, workdir, "tracing-off", {})
         servers.append(off)
-        on = Server(binary, workdir, "tracing-on", {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{hole.port}", "OTEL_BSP_SCHEDULE_DELAY": "100"})
+        timeout = 3.0
+        on = Server(
+            binary,
+            workdir,
+            "tracing-on",
+            {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{hole.port}", "OTEL_BSP_SCHEDULE_DELAY": "100", "OTEL_EXPORTER_OTLP_TIMEOUT": str(int(timeout * 1000))},
+        )
         servers.append(on)
         paired_p99s(off, on, 0, 300)  # warm both up
         results = {"off": [], "on": []}
@@ -323,6 +454,19 @@ def check_black_hole(binary, workdir, rounds=9, count=2000):
         )
         if ratio > 1.10:
             fail(f"tracing on with a black-holed collector: p99 {ratio:.3f} times tracing off's, more than 10 % above it")
+        # The posts that timed out are counted; the spans a full queue dropped are what
+        # was ended and neither exported nor failed.
+        counted = wait_until("failed posts counted", 3 * timeout, lambda: (lambda c: c if c.get("failed") else None)(on.spans_counted()))
+        if counted.get("exported"):
+            fail(f"a black hole accepted spans: {counted}")
+        # SIGTERM: the flush of what is queued gives up after one export timeout in all.
+        started = time.monotonic()
+        on.process.terminate()
+        on.process.wait(30)
+        took = time.monotonic() - started
+        print(f"check-tracing: black-holed collector: spans {counted}; SIGTERM to exit {took:.2f} s (OTEL_EXPORTER_OTLP_TIMEOUT {timeout:.0f} s)")
+        if took > timeout + 1.5:
+            fail(f"the shutdown took {took:.2f} s with a black-holed collector: more than one export timeout ({timeout} s) and 1.5 s")
     finally:
         for server in servers:
             server.stop()
@@ -333,6 +477,7 @@ def main():
     binary = sys.argv[1]
     with tempfile.TemporaryDirectory(prefix="wpds-tracing-") as workdir:
         check_spans(binary, workdir)
+        check_tls(binary, workdir)
         check_black_hole(binary, workdir)
     print("check-tracing: OK")
 

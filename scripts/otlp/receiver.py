@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """A small OTLP/HTTP trace receiver for scripts/check-tracing.
 
-    receiver.py PORT OUT.jsonl          decodes every POST /v1/traces (protobuf
+    receiver.py PORT OUT.jsonl [CERT KEY]
+                                        decodes every POST /v1/traces (protobuf
                                         ExportTraceServiceRequest, the published
                                         opentelemetry-proto package), appends one JSON line
                                         per span to OUT.jsonl, answers 200 with an empty
-                                        ExportTraceServiceResponse
+                                        ExportTraceServiceResponse; with CERT and KEY (PEM
+                                        files), over TLS
 
 Listens on 127.0.0.1 only.
 """
@@ -18,6 +20,8 @@ import threading
 
 def attribute_value(value):
     kind = value.WhichOneof("value")
+    if kind == "array_value":
+        return [attribute_value(v) for v in value.array_value.values]
     return getattr(value, kind) if kind else None
 
 
@@ -37,7 +41,7 @@ def span_line(resource, span):
     }
 
 
-def serve(port, out):
+def serve(port, out, tls=None):
     from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
     lock = threading.Lock()
@@ -68,9 +72,16 @@ def serve(port, out):
         def log_message(self, *args):
             pass
 
-    http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    if tls:
+        import ssl
+
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(*tls)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+    server.serve_forever()
 
 
 if __name__ == "__main__":
     port = int(sys.argv[1])
-    serve(port, sys.argv[2])
+    serve(port, sys.argv[2], tuple(sys.argv[3:5]) if len(sys.argv) >= 5 else None)

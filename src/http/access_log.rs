@@ -4,7 +4,9 @@
 //!
 //! The message is the classic line (`client "METHOD /path?query HTTP/1.1" status bytes
 //! 1.234ms request_id=…`); its key-values, which the JSON log format writes as fields, are
-//! `traceId`, `operationId` (for the contract's operations), `method`, `route` (the path
+//! `requestId` (the `X-Request-Id` answered, also the problem bodies' `traceId`), `traceId`
+//! and `spanId` (the W3C ids of the request's trace and server span, when it has them: see
+//! [`Ids`]), `operationId` (for the contract's operations), `method`, `route` (the path
 //! template, never the path with its ids), `status`, `durationMs`, `clientAddress` (through
 //! trusted proxies, as the rate limit counts it) and `userId` where authentication named
 //! one. Never a token, a header value or a body; in the query, the values of credential-like
@@ -42,8 +44,20 @@ pub fn client_address(req: &HttpRequest) -> Option<std::net::IpAddr> {
     Some(state.limiter.client_address(peer, req.headers()))
 }
 
-/// Writes the access line of `response`, answered after `elapsed`, with trace id `trace_id`.
-pub fn write(response: &ServiceResponse<BoxBody>, elapsed: Duration, trace_id: &str) {
+/// The ids an access line joins logs and traces by.
+#[derive(Debug, Clone, Copy)]
+pub struct Ids<'a> {
+    /// The request's `X-Request-Id` (the client's, else the trace's id, else minted).
+    pub request_id: &'a str,
+    /// The W3C trace id: of the server span when tracing is on, else of an incoming
+    /// `traceparent`; none without either.
+    pub trace_id: Option<&'a str>,
+    /// The server span's id (when tracing is on; sampled or not).
+    pub span_id: Option<&'a str>,
+}
+
+/// Writes the access line of `response`, answered after `elapsed`, with its `ids`.
+pub fn write(response: &ServiceResponse<BoxBody>, elapsed: Duration, ids: Ids<'_>) {
     let req = response.request();
     let status = response.status().as_u16();
     let bytes = match response.response().body().size() {
@@ -64,7 +78,9 @@ pub fn write(response: &ServiceResponse<BoxBody>, elapsed: Duration, trace_id: &
     };
     log::info!(
         target: TARGET,
-        traceId = trace_id,
+        requestId = ids.request_id,
+        traceId = ids.trace_id,
+        spanId = ids.span_id,
         operationId = operation_id,
         method = req.method().as_str(),
         route = route.as_str(),
@@ -72,9 +88,10 @@ pub fn write(response: &ServiceResponse<BoxBody>, elapsed: Duration, trace_id: &
         durationMs = (millis * 1000.0).round() / 1000.0,
         clientAddress = client.as_str(),
         userId = user_id.as_deref();
-        "{client} \"{} {}{query} {:?}\" {status} {bytes} {millis:.3}ms request_id={trace_id}",
+        "{client} \"{} {}{query} {:?}\" {status} {bytes} {millis:.3}ms request_id={}",
         req.method(),
         req.path(),
-        req.version()
+        req.version(),
+        ids.request_id
     );
 }

@@ -155,8 +155,7 @@ where
     // The request's time for the database, for authentication, membership and its work.
     let budget = state.budget();
     let caller =
-        telemetry::in_span(&telemetry::AUTHENTICATION, auth::check(op, req, state, &budget, check_path))
-            .await?;
+        telemetry::in_span("authentication", auth::check(op, req, state, &budget, check_path)).await?;
     if let Some(caller) = &caller {
         req.extensions_mut().insert(access_log::UserId(caller.user_id));
     }
@@ -177,7 +176,7 @@ where
         headers: &RequestHeaders(req.headers()),
         body: body.as_deref(),
     };
-    let valid = telemetry::in_span(&telemetry::VALIDATION, async {
+    let valid = telemetry::in_span("validation", async {
         if path_checked.get() {
             contract.validate_after_path(op.id, raw)
         } else {

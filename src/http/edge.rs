@@ -48,19 +48,23 @@ impl Edge {
         }
         let incoming = telemetry::incoming(req.headers());
         let method = req.method().clone();
-        let span = telemetry::server_span(incoming.as_ref());
-        let trace = span.as_ref().map(|s| s.context()).or(incoming.as_ref().map(|i| i.context));
-        let id = request_id::assign(&req, trace.map(|t| t.trace_hex()));
+        let span = telemetry::server_span(&method, incoming.as_ref());
+        let trace = span.as_ref().or(incoming.as_ref()).map(telemetry::ids);
+        let id = request_id::assign(&req, trace.as_ref().map(|(trace_id, _)| trace_id.clone()));
         let docs = security::is_docs(req.path());
         let encoding = if self.compress { compress::negotiate(req.request()) } else { None };
         let answered = match &span {
-            Some(span) => telemetry::Within::new(span.context(), next.call(req)).await,
+            Some(span) => {
+                use telemetry::FutureExt;
+                next.call(req).with_context(span.clone()).await
+            }
             None => next.call(req).await,
         };
         if span.is_some() || self.metrics.is_some() {
             let answer = Answer::of(&answered);
-            if let Some(span) = span {
-                answer.end_span(span, &method);
+            if let Some(span) = &span {
+                let foreign = trace.as_ref().is_some_and(|(trace_id, _)| *trace_id != id);
+                answer.end_span(span, &method, foreign.then_some(id.as_str()));
             }
             if let Some(metrics) = &self.metrics {
                 metrics.answered(answer.operation.map(|op| op.index), answer.status, started.elapsed());
@@ -71,7 +75,14 @@ impl Edge {
         request_id::set_header(headers, &id);
         security::add_headers(headers, docs);
         if self.access_log {
-            access_log::write(&response, started.elapsed(), &id);
+            // The server span's id, or none: an incoming traceparent's is the caller's span.
+            let span_id = span.as_ref().and(trace.as_ref()).map(|(_, span_id)| span_id.as_str());
+            let trace_id = trace.as_ref().map(|(trace_id, _)| trace_id.as_str());
+            access_log::write(
+                &response,
+                started.elapsed(),
+                access_log::Ids { request_id: &id, trace_id, span_id },
+            );
         }
         let mut response = if self.compress { compress::encode(response, encoding) } else { response };
         if self.draining.load(std::sync::atomic::Ordering::Relaxed) {
@@ -102,8 +113,14 @@ impl<'a> Answer<'a> {
         Answer { request, status, operation }
     }
 
-    /// Ends the request's server span with what the answer tells.
-    fn end_span(&self, span: telemetry::ServerSpan, method: &actix_web::http::Method) {
+    /// Ends the request's server span with what the answer tells (`request_id`: the
+    /// request's id, when it is not the trace's).
+    fn end_span(
+        &self,
+        span: &telemetry::Context,
+        method: &actix_web::http::Method,
+        request_id: Option<&str>,
+    ) {
         let route = match (self.operation, self.request) {
             (Some(op), _) => {
                 telemetry::Route::Operation { span_name: op.span_name, route: op.path, operation_id: op.id }
@@ -127,6 +144,9 @@ impl<'a> Answer<'a> {
                 query: self.request.map_or("", |r| r.query_string()),
                 status: self.status,
                 client: self.request.and_then(access_log::client_address),
+                peer: self.request.and_then(|r| r.peer_addr()),
+                headers: self.request.map(|r| r.headers()),
+                request_id,
                 protocol_version,
             },
         );

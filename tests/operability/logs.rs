@@ -1,5 +1,5 @@
-//! `WPDS_LOG_FORMAT=json`: one JSON object per line, the access line's fields (trace id,
-//! operation, method, route template, status, duration, client address, user), and never a
+//! `WPDS_LOG_FORMAT=json`: one JSON object per line, the access line's fields (request,
+//! trace and span ids, operation, method, route template, status, duration, client address, user), and never a
 //! token or a body.
 
 use crate::harness::{Seeded, Server, agent, cell, put_cell, wait_until};
@@ -23,12 +23,19 @@ fn json_logs_carry_the_request_fields_and_never_a_token_or_a_body() {
             "{}/v1/workspaces/1/projects/7/sync-updates/commercial-receipts?limit=5&sig=a-signature-in-the-url&Access_Token=a-token-in-the-url&api%2Dkey=a-key-in-the-url",
             server.base
         ))
-        .header("x-request-id", "trace-for-the-log-test")
+        .header("x-request-id", "id-for-the-log-test")
         .call()
         .expect("an answer");
     assert_eq!(refused.status(), 401);
-    wait_until("both access lines are written", Duration::from_secs(5), || {
-        server.log_text().matches("\"target\":\"wpds::access\"").count() >= 3
+    let caller = "0af7651916cd43dd8448eb211c80319c";
+    let continued = agent()
+        .get(format!("{}/v1/workspaces/1/projects/7/sync-updates/commercial-receipts", server.base))
+        .header("traceparent", format!("00-{caller}-b7ad6b7169203331-01"))
+        .call()
+        .expect("an answer");
+    assert_eq!(continued.status(), 401);
+    wait_until("the access lines are written", Duration::from_secs(5), || {
+        server.log_text().matches("\"target\":\"wpds::access\"").count() >= 4
     });
 
     // Assert: every line is a JSON object with the common fields.
@@ -58,8 +65,15 @@ fn json_logs_carry_the_request_fields_and_never_a_token_or_a_body() {
     assert_eq!(write["userId"], "5", "ids are strings, as in the API");
     assert_eq!(write["clientAddress"], "127.0.0.1");
     assert!(write["durationMs"].as_f64().is_some_and(|ms| ms >= 0.0), "{write}");
-    assert!(write["traceId"].as_str().is_some_and(|t| !t.is_empty()), "{write}");
-    let refusal = access.iter().find(|l| l["traceId"] == "trace-for-the-log-test").expect("the 401's line");
+    // Tracing is off and the write came with no traceparent: a minted request id, no trace.
+    assert!(write["requestId"].as_str().is_some_and(|t| uuid::Uuid::parse_str(t).is_ok()), "{write}");
+    assert!(write.get("traceId").is_none() && write.get("spanId").is_none(), "{write}");
+    // A client's X-Request-Id is the request id; a traceparent's trace is the trace id
+    // (and the request id, unless the client chose one), the server span none (tracing off).
+    let refusal = access.iter().find(|l| l["requestId"] == "id-for-the-log-test").expect("the 401's line");
+    let joined = access.iter().find(|l| l["traceId"] == caller).expect("the continued trace's line");
+    assert_eq!(joined["requestId"], caller, "{joined}");
+    assert!(joined.get("spanId").is_none(), "no server span while tracing is off: {joined}");
     assert_eq!(refusal["status"], 401);
     assert_eq!(
         refusal["route"],

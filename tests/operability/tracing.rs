@@ -1,15 +1,34 @@
-//! Tracing's start-up checks: a collector the exporter cannot post to stops `wpds serve`
-//! with a message, instead of failing every export once it runs. (What the spans carry is
+//! Tracing's start-up: an `https://` collector is a collector like any other, and a private
+//! CA that cannot be read stops `wpds serve` with a message instead of failing every export
+//! once it runs. (What the spans carry, TLS to a receiver of a private CA included, is
 //! checked by `scripts/check-tracing`, against a real OTLP receiver.)
 
-use crate::harness::{Seeded, free_port};
+use crate::harness::{Seeded, Server, free_port};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 #[test]
-fn an_https_collector_endpoint_stops_start_up_with_a_message() {
-    // Arrange: a seeded database and an endpoint the plain-HTTP exporter cannot reach.
+fn a_server_exporting_to_an_https_collector_starts_and_answers() {
+    // Arrange: a seeded database and a collector on https:// (none listens there: spans
+    // are dropped, requests are not held).
     let seeded = Seeded::new();
+
+    // Act: start the server with it.
+    let server = Server::start_with(
+        &seeded.database.url,
+        &[("OTEL_EXPORTER_OTLP_ENDPOINT", &format!("https://localhost:{}", free_port()))],
+    );
+
+    // Assert: it serves (start_with waited for /readyz).
+    let answer = crate::harness::agent().get(format!("{}/healthz", server.base)).call().expect("an answer");
+    assert_eq!(answer.status(), 200);
+}
+
+#[test]
+fn a_private_ca_that_cannot_be_read_stops_start_up_with_a_message() {
+    // Arrange: a seeded database and a CA file that is not there.
+    let seeded = Seeded::new();
+    let missing = std::env::temp_dir().join(format!("wpds-no-such-ca-{}.pem", uuid::Uuid::new_v4().simple()));
 
     // Act: start the server with it; give it 30 s to exit by itself.
     let mut child = Command::new(env!("CARGO_BIN_EXE_wpds"))
@@ -18,6 +37,7 @@ fn an_https_collector_endpoint_stops_start_up_with_a_message() {
         .env("WPDS_BIND", format!("127.0.0.1:{}", free_port()))
         .env("WPDS_LOG", "warn")
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", "https://collector.invalid:4318")
+        .env("OTEL_EXPORTER_OTLP_CERTIFICATE", &missing)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -26,17 +46,17 @@ fn an_https_collector_endpoint_stops_start_up_with_a_message() {
     while child.try_wait().expect("its status").is_none() {
         if Instant::now() > deadline {
             let _ = child.kill();
-            panic!("wpds serve still runs with an https:// collector after 30 s");
+            panic!("wpds serve still runs with an unreadable CA after 30 s");
         }
         std::thread::sleep(Duration::from_millis(50));
     }
     let output = child.wait_with_output().expect("its output");
 
-    // Assert: it refused, naming the endpoint and why.
+    // Assert: it refused, naming the variable and the file.
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "it started: {stderr}");
     assert!(
-        stderr.contains("https://collector.invalid:4318/v1/traces") && stderr.contains("plain http:// URL"),
+        stderr.contains("OTEL_EXPORTER_OTLP_CERTIFICATE") && stderr.contains(&*missing.to_string_lossy()),
         "{stderr}"
     );
 }

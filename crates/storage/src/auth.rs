@@ -141,7 +141,9 @@ fn new_pair(lifetimes: TokenLifetimes) -> IssuedPair {
 /// The caller an access token stands for, if it is known, unexpired and its login is not
 /// revoked. One statement ([`crate::statement`]).
 pub fn authenticate(access_token: String) -> Read<Option<Caller>> {
-    Read::statement(access_token, |conn, token| Box::pin(authenticate_on(conn, token)))
+    Read::statement("SELECT tokens logins users", access_token, |conn, token| {
+        Box::pin(authenticate_on(conn, token))
+    })
 }
 
 /// [`authenticate`] on `conn`.
@@ -176,7 +178,9 @@ pub fn refresh(
     refresh_token: String,
     lifetimes: TokenLifetimes,
 ) -> Write<Result<IssuedPair, RefreshRefusal>> {
-    Write::new(move |conn| refresh_on(conn, &refresh_token, lifetimes))
+    Write::new("SELECT tokens logins UPDATE tokens INSERT tokens", move |conn| {
+        refresh_on(conn, &refresh_token, lifetimes)
+    })
 }
 
 /// [`refresh`] on `conn`.
@@ -223,7 +227,7 @@ fn refresh_on(
 /// Whether `user_id` is a member of workspace `workspace_id`. One statement
 /// ([`crate::statement`]).
 pub fn is_member(workspace_id: i64, user_id: i64) -> Read<bool> {
-    Read::statement((workspace_id, user_id), |conn, &(workspace, user)| {
+    Read::statement("SELECT memberships", (workspace_id, user_id), |conn, &(workspace, user)| {
         Box::pin(is_member_on(conn, workspace, user))
     })
 }

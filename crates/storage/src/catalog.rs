@@ -250,7 +250,9 @@ fn id_list(mut list: Vec<i64>) -> Vec<String> {
 /// Applies `change` to the catalog families of `workspace_id`, all or nothing (see the
 /// module documentation for the rules and their order).
 pub fn bulk_edit(workspace_id: i64, change: FamilyFieldChange) -> Write<CatalogBulkEditResult> {
-    Write::new(move |conn| bulk_edit_on(conn, workspace_id, change))
+    Write::new("SELECT catalog_families UPDATE catalog_families SELECT project_items", move |conn| {
+        bulk_edit_on(conn, workspace_id, change)
+    })
 }
 
 /// [`bulk_edit`] on `conn`.

@@ -85,7 +85,10 @@ pub fn patch_settings(
     category_id: i64,
     patch: Arc<CategorySettingsChange>,
 ) -> Write<CategorySettingsResult> {
-    Write::new(move |conn| patch_settings_on(conn, workspace_id, category_id, &patch))
+    Write::new(
+        "SELECT categories product_types item_columns product_type_columns INSERT product_type_columns UPDATE product_types categories",
+        move |conn| patch_settings_on(conn, workspace_id, category_id, &patch),
+    )
 }
 
 /// [`patch_settings`] on `conn`.

@@ -63,7 +63,9 @@ fn already_retired(row: models::GlobalCompany) -> StoreError {
 /// Retires global company `company_id` on behalf of `actor_user_id`, for `reason` (see the
 /// module documentation for the rules).
 pub fn retire(company_id: i64, actor_user_id: i64, reason: String) -> Write<GlobalCompany> {
-    Write::new(move |conn| retire_on(conn, company_id, actor_user_id, &reason))
+    Write::new("SELECT global_companies UPDATE global_companies INSERT audit_log", move |conn| {
+        retire_on(conn, company_id, actor_user_id, &reason)
+    })
 }
 
 /// [`retire`] on `conn`.

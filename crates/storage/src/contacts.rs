@@ -162,7 +162,9 @@ fn resolve_person<'r>(
 
 /// Creates a company link (`createCompanyLink`); see the module documentation for the rules.
 pub fn create_link(new: NewCompanyLink) -> Write<CompanyLink> {
-    Write::new(move |conn| create_link_on(conn, new))
+    Write::new("SELECT contact_companies contact_persons company_links INSERT company_links", move |conn| {
+        create_link_on(conn, new)
+    })
 }
 
 /// [`create_link`] on `conn`.

@@ -55,7 +55,10 @@ pub fn resolve_cycle(cycle: &str) -> String {
 
 /// Resets the allowance `reset` names (see the module documentation for the rules).
 pub fn reset_allowance(reset: NewCreditReset) -> Write<()> {
-    Write::new(move |conn| reset_allowance_on(conn, reset))
+    Write::new(
+        "SELECT workspaces memberships INSERT credit_allowances credit_resets audit_log",
+        move |conn| reset_allowance_on(conn, reset),
+    )
 }
 
 /// [`reset_allowance`] on `conn`.

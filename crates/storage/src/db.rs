@@ -160,6 +160,8 @@ pub struct Database {
     shared: Option<SharedPg>,
     /// Told how long each checkout waited, once someone asked ([`Database::observe_pool_waits`]).
     pool_waits: OnceLock<PoolWaitObserver>,
+    /// What its spans say of the server ([`crate::trace`]).
+    span_attributes: crate::trace::DbAttributes,
 }
 
 /// What [`Database::observe_pool_waits`] calls with each checkout's wait.
@@ -269,6 +271,11 @@ fn apply_sqlite_pragmas(
 }
 
 impl Database {
+    /// What its spans say of the server ([`crate::trace`]).
+    pub(crate) fn span_attributes(&self) -> &crate::trace::DbAttributes {
+        &self.span_attributes
+    }
+
     /// Connects (reporting the real cause of a failure), builds the pool and applies any
     /// pending migrations.
     pub fn open(config: &DbConfig) -> Result<Self, StoreError> {
@@ -346,6 +353,10 @@ impl Database {
             suspicion: Default::default(),
             shared: None,
             pool_waits: OnceLock::new(),
+            span_attributes: match engine {
+                Engine::Sqlite => crate::trace::DbAttributes::sqlite(),
+                Engine::Postgres => crate::trace::DbAttributes::postgres(&config.url),
+            },
         })
     }
 

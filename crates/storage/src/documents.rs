@@ -68,7 +68,9 @@ pub fn assign_type(
     document_id: i64,
     change: DocumentTypeChange,
 ) -> Write<Document> {
-    Write::new(move |conn| assign_type_on(conn, workspace_id, project_id, document_id, change))
+    Write::new("SELECT documents document_types UPDATE documents", move |conn| {
+        assign_type_on(conn, workspace_id, project_id, document_id, change)
+    })
 }
 
 /// [`assign_type`] on `conn`.

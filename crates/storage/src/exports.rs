@@ -144,7 +144,9 @@ fn replay(
 /// Rules, in order: 422 `idempotency_key_reused`, 422 `invalid_scope`, 422
 /// `unknown_project` (see the module documentation).
 pub fn create(new: NewExport) -> Write<CreatedExport> {
-    Write::new(move |conn| create_on(conn, new))
+    Write::new("SELECT report_exports projects INSERT report_exports UPDATE report_exports", move |conn| {
+        create_on(conn, new)
+    })
 }
 
 /// [`create`] on `conn`.

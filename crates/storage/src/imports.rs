@@ -155,7 +155,9 @@ pub fn replace_takeoff(
     import_id: i64,
     change: TakeoffMappingsChange,
 ) -> Write<AssistantImport> {
-    Write::new(move |conn| replace_takeoff_on(conn, workspace_id, import_id, change))
+    Write::new("SELECT assistant_imports project_areas UPDATE assistant_imports", move |conn| {
+        replace_takeoff_on(conn, workspace_id, import_id, change)
+    })
 }
 
 /// [`replace_takeoff`] on `conn`.

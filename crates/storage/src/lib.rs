@@ -11,7 +11,8 @@
 //!   [`Write`], which [`Database::read`] / [`Database::write`] run within the caller's
 //!   [`Budget`]. Which connection serves it (pooled, the SQLite writer, a shared PostgreSQL
 //!   connection) is decided in [`work`] alone, by engine and configuration; callers never
-//!   hold a connection.
+//!   hold a connection. There, too, each call gets its span of the request's trace
+//!   ([`trace`]), named by the summary the repository function gives its work.
 //! - Work that is one autocommit statement is an `async fn` over a
 //!   [`statement::StatementConn`] ([`db_statement!`]): the same function runs on a
 //!   blocking connection of either engine and, on PostgreSQL, on the shared, pipelining
@@ -58,6 +59,7 @@ mod suspicion;
 pub mod takeoff;
 pub mod throttled_log;
 pub mod time_log;
+pub mod trace;
 pub mod work;
 pub mod workspaces;
 pub mod writer;

@@ -17,7 +17,7 @@ use diesel::upsert::excluded;
 /// epoch) and returns the window's hits so far, this one included; first, when
 /// `forget_before` is given, deletes the counters of windows that started before it.
 pub fn hit(key: String, window_start: i64, forget_before: Option<i64>) -> Write<i64> {
-    Write::new(move |conn| {
+    Write::new("INSERT rate_limit_windows", move |conn| {
         if let Some(before) = forget_before {
             forget_before_on(conn, before)?;
         }

@@ -206,7 +206,7 @@ where
 
 /// One page of the project's receipts, newest first; see the module documentation.
 pub fn list(listing: Listing) -> Read<Result<CommercialReceiptPage, ForeignCursor>> {
-    Read::new(move |conn| list_on(conn, listing))
+    Read::new("SELECT projects server_secrets commercial_receipts", move |conn| list_on(conn, listing))
 }
 
 /// [`list`] on `conn`.

@@ -200,7 +200,12 @@ impl<'a> CurrentWrite<'a> {
 /// Rules, in order: 422 `unknown_project`, 422 `hours_out_of_range`, then
 /// `version_conflict` (for a never-written cell: current version 1, current `null`).
 pub fn set_cell(write: CellChange) -> Write<TimeLogEntry> {
-    Write::first_then(write, |conn, write| Box::pin(set_current_cell(conn, write)), set_cell_on)
+    Write::first_then(
+        "UPDATE time_log_entries",
+        write,
+        |conn, write| Box::pin(set_current_cell(conn, write)),
+        set_cell_on,
+    )
 }
 
 /// The common case of a write of the caller's cell, as one statement

@@ -26,7 +26,6 @@ use crate::db::Database;
 use crate::error::StoreError;
 use crate::shared_pg::SharedPg;
 use crate::statement::{StatementConn, StatementFuture, ready};
-use crate::writer::TraceLink;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -66,11 +65,19 @@ impl Budget {
 }
 
 /// Work that reads, built by a repository function.
-pub struct Read<T>(Plan<T>);
+pub struct Read<T> {
+    /// What it does, as its span names it ([`crate::trace`]).
+    summary: &'static str,
+    plan: Plan<T>,
+}
 
 /// Work that writes, built by a repository function. Statements that must commit together
 /// run in the write transaction it opens itself ([`crate::db_write!`]).
-pub struct Write<T>(Plan<T>);
+pub struct Write<T> {
+    /// What it does, as its span names it ([`crate::trace`]).
+    summary: &'static str,
+    plan: Plan<T>,
+}
 
 /// Work on a blocking connection of its own.
 type Blocking<T> = Box<dyn FnOnce(&mut DbConn) -> Result<T, StoreError> + Send>;
@@ -143,14 +150,23 @@ impl<T: Send + 'static> Plan<T> {
 }
 
 impl<T: Send + 'static> Read<T> {
-    /// A read of one or more statements on a connection of its own.
-    pub fn new(work: impl FnOnce(&mut DbConn) -> Result<T, StoreError> + Send + 'static) -> Self {
-        Read(Plan::Blocking(Box::new(work)))
+    /// A read of one or more statements on a connection of its own. `summary` says what
+    /// it does, as `db.query.summary` (`SELECT sync_receipts`): each statement's verb and
+    /// table, in order, low in cardinality (never a value).
+    pub fn new(
+        summary: &'static str,
+        work: impl FnOnce(&mut DbConn) -> Result<T, StoreError> + Send + 'static,
+    ) -> Self {
+        Read { summary, plan: Plan::Blocking(Box::new(work)) }
     }
 
-    /// A read that is the one statement `run` over `input`.
-    pub fn statement<I: Send + Sync + 'static>(input: I, run: StatementFn<I, T>) -> Self {
-        Read(Plan::Statement(Box::new(Bound { input, run })))
+    /// A read that is the one statement `run` over `input` (`summary`: as for [`Read::new`]).
+    pub fn statement<I: Send + Sync + 'static>(
+        summary: &'static str,
+        input: I,
+        run: StatementFn<I, T>,
+    ) -> Self {
+        Read { summary, plan: Plan::Statement(Box::new(Bound { input, run })) }
     }
 }
 
@@ -158,8 +174,12 @@ impl<T: Send + 'static> Write<T> {
     /// A write: `work` opens its transaction with [`crate::db_write!`] where its statements
     /// must commit together (one autocommit statement, or several that need not, may run as
     /// they are: the rate-limit counters' sweep and hit).
-    pub fn new(work: impl FnOnce(&mut DbConn) -> Result<T, StoreError> + Send + 'static) -> Self {
-        Write(Plan::Blocking(Box::new(work)))
+    /// `summary`: as for [`Read::new`].
+    pub fn new(
+        summary: &'static str,
+        work: impl FnOnce(&mut DbConn) -> Result<T, StoreError> + Send + 'static,
+    ) -> Self {
+        Write { summary, plan: Plan::Blocking(Box::new(work)) }
     }
 
     /// A write whose common case is the one statement `first` over `input` (`None` when it
@@ -167,47 +187,82 @@ impl<T: Send + 'static> Write<T> {
     /// SQLite both run in one job of the writer; on PostgreSQL `first` runs on a shared
     /// connection, and `rest` only when `first` did not apply or its row was locked longer
     /// than a shared connection waits.
+    /// (`summary`: as for [`Read::new`], of the whole.)
     pub fn first_then<I: Send + Sync + 'static>(
+        summary: &'static str,
         input: I,
         first: StatementFn<I, Option<T>>,
         rest: fn(&mut DbConn, I) -> Result<T, StoreError>,
     ) -> Self {
-        Write(Plan::FirstThen(Box::new(Staged { input, first, rest })))
+        Write { summary, plan: Plan::FirstThen(Box::new(Staged { input, first, rest })) }
     }
 }
 
 impl Database {
     /// Runs `read` within what is left of `budget` (see the module documentation for
-    /// which connection serves it).
+    /// which connection serves it), in its span ([`crate::trace`]).
     pub async fn read<T: Send + 'static>(
         self: &Arc<Self>,
         budget: &Budget,
         read: Read<T>,
     ) -> Result<T, StoreError> {
-        match (read.0, self.shared()) {
-            (Plan::Statement(statement), Some(shared)) => {
-                budget.spend(|deadline| on_shared(shared, deadline, &statement, |conn, s| s.on(conn))).await
+        let shared = self.shared().filter(|_| matches!(read.plan, Plan::Statement(_)));
+        let connection = if shared.is_some() { "shared" } else { "pool" };
+        let work = async move {
+            match (read.plan, shared) {
+                (Plan::Statement(statement), Some(shared)) => {
+                    budget
+                        .spend(|deadline| on_shared(shared, deadline, &statement, |conn, s| s.on(conn)))
+                        .await
+                }
+                (plan, _) => budget.spend(|deadline| self.on_pool(deadline, plan.blocking())).await,
             }
-            (plan, _) => budget.spend(|deadline| self.on_pool(deadline, plan.blocking())).await,
-        }
+        };
+        self.traced(read.summary, connection, work).await
     }
 
     /// Runs `write` within what is left of `budget` (see the module documentation for
-    /// which connection serves it). On SQLite the answer comes once the write's batch has
-    /// committed; `link` is the request's span, which the batch's span points back to.
+    /// which connection serves it), in its span ([`crate::trace`]). On SQLite the answer
+    /// comes once the write's batch has committed, and the batch's span links back to this
+    /// one.
     pub async fn write<T: Send + 'static>(
         self: &Arc<Self>,
         budget: &Budget,
-        link: Option<TraceLink>,
         write: Write<T>,
     ) -> Result<T, StoreError> {
+        let connection = match (&write.plan, self.writer(), self.shared()) {
+            (_, Some(_), _) => "writer",
+            (Plan::FirstThen(_), None, Some(_)) => "shared",
+            _ => "pool",
+        };
+        self.traced(write.summary, connection, self.write_plan(budget, write.plan)).await
+    }
+
+    /// `work` in a database span (when the request's span is sampled).
+    async fn traced<T>(
+        &self,
+        summary: &'static str,
+        connection: &'static str,
+        work: impl Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        let attributes = || self.span_attributes().of(summary, connection);
+        crate::trace::in_child_span(summary, attributes, crate::trace::failure, work).await
+    }
+
+    /// Runs a write's `plan` within what is left of `budget`.
+    async fn write_plan<T: Send + 'static>(
+        self: &Arc<Self>,
+        budget: &Budget,
+        plan: Plan<T>,
+    ) -> Result<T, StoreError> {
         if let Some(writer) = self.writer() {
-            let job = write.0.blocking();
+            let job = plan.blocking();
+            let link = crate::trace::current_link();
             let queued =
                 |deadline| async move { within(deadline, writer.submit_traced(deadline, link, job)).await? };
             return budget.spend(queued).await;
         }
-        match (write.0, self.shared()) {
+        match (plan, self.shared()) {
             (Plan::FirstThen(staged), Some(shared)) => {
                 let first =
                     budget.spend(|deadline| on_shared(shared, deadline, &staged, |conn, s| s.first(conn)));
@@ -235,7 +290,7 @@ impl Database {
     /// as when a balancer sends none to an unready server.
     pub fn ping(self: &Arc<Self>) -> Read<()> {
         let db = Arc::clone(self);
-        Read::new(move |conn| db.ping_on(conn))
+        Read::new("SELECT", move |conn| db.ping_on(conn))
     }
 
     /// Runs `work` on a pooled connection on a blocking thread, until `deadline` at most.

@@ -14,7 +14,7 @@
 //! bytes at a time (what comes with it of the body is copied), and the rest of a body is
 //! dropped in one call rather than in pieces of the head's room.
 //!
-//! Its threads run as Linux's `SCHED_BATCH`, as the server's exporter does: a post that
+//! Its threads run as Linux's `SCHED_BATCH`: a post that
 //! arrives then waits for a running thread to reach a switch of its own instead of
 //! preempting it. A collector on another machine would not interrupt the server's threads
 //! at all; one on this machine, woken ~200 times a second, should not take more from them
