@@ -53,7 +53,8 @@ impl Edge {
         let id = request_id::assign(&req, trace.as_ref().map(|(trace_id, _)| trace_id.clone()));
         let docs = security::is_docs(req.path());
         let encoding = if self.compress { compress::negotiate(req.request()) } else { None };
-        let answered = match &span {
+        // Only a sampled span is made current: an unsampled one has no children to parent.
+        let answered = match span.as_ref().filter(|span| telemetry::is_sampled(span)) {
             Some(span) => {
                 use telemetry::FutureExt;
                 next.call(req).with_context(span.clone()).await

@@ -25,8 +25,8 @@
 //! - Child spans `authentication` and `validation` ([`in_span`]), and a database span for
 //!   each call, made where calls enter storage ([`wpds_storage::trace`]); all only inside
 //!   a sampled request.
-//! - On SQLite, the writer thread's batch span `sqlite writer batch`, which links to the
-//!   database span of every write it carried (a batch serves many traces, so it belongs to
+//! - On SQLite, the writer thread's batch span `sqlite writer batch`, for a batch that
+//!   carried a sampled write, which links to the database span of every such write (a batch serves many traces, so it belongs to
 //!   none of them).
 //!
 //! The SDK's batch processor exports on its own thread from a bounded queue: a slow or
@@ -166,6 +166,11 @@ pub fn ids(cx: &Context) -> (String, String) {
     let span = cx.span();
     let context = span.span_context();
     (context.trace_id().to_string(), context.span_id().to_string())
+}
+
+/// Whether the span in `cx` is sampled (recorded and exported).
+pub fn is_sampled(cx: &Context) -> bool {
+    cx.span().span_context().is_sampled()
 }
 
 /// A request's server span, started now (when tracing is on), as the child of `parent`
@@ -318,9 +323,13 @@ pub fn in_span<F: Future>(name: &'static str, work: F) -> impl Future<Output = F
 }
 
 /// Records one committed batch of the SQLite writer as a span of its own trace (when the
-/// sampler keeps it) linking to the database spans of the writes it carried.
+/// sampler keeps it) linking to the database spans of the writes it carried; none for a
+/// batch that carried no sampled write (nothing a trace would lead to it from).
 pub fn record_batch(batch: wpds_storage::writer::BatchReport) {
     let Some(tracing) = TRACING.get() else { return };
+    if batch.links.is_empty() {
+        return;
+    }
     let links = batch
         .links
         .iter()

@@ -53,7 +53,9 @@ fn main() {
     let config = DbConfig {
         url: url.clone(),
         pool_size: 1,
-        timeout: Duration::from_secs(30),
+        // The load is one statement of a million rows: minutes on a slow disk, which the
+        // server's 30 s statement timeout would cancel.
+        timeout: Duration::from_secs(900),
         sqlite_synchronous: Default::default(),
         pooler: Default::default(),
     };
