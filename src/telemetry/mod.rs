@@ -118,6 +118,7 @@ pub fn init(endpoint: Option<&str>, engine: &'static str) -> Result<bool, String
     let scope = InstrumentationScope::builder("wpds").with_version(env!("CARGO_PKG_VERSION")).build();
     let tracer = provider.tracer_with_scope(scope);
     TRACING.set(Tracing { provider, tracer, timeout }).map_err(|_| "tracing: already started".to_owned())?;
+    start_batch_spans(TRACING.get().ok_or("tracing: not started")?)?;
     Ok(true)
 }
 
@@ -322,14 +323,38 @@ pub fn in_span<F: Future>(name: &'static str, work: F) -> impl Future<Output = F
     wpds_storage::trace::in_child_span(name, Vec::new, |_| None, work)
 }
 
-/// Records one committed batch of the SQLite writer as a span of its own trace (when the
-/// sampler keeps it) linking to the database spans of the writes it carried; none for a
-/// batch that carried no sampled write (nothing a trace would lead to it from).
+/// Hands one committed batch of the SQLite writer to the thread that records it as a span
+/// ([`batch_span`]), unless it carried no sampled write (nothing a trace would lead to it
+/// from). The writer's thread is the one every SQLite write waits for, so it only moves the
+/// report onto a bounded queue: when that is full the report is dropped, never waited for.
 pub fn record_batch(batch: wpds_storage::writer::BatchReport) {
-    let Some(tracing) = TRACING.get() else { return };
     if batch.links.is_empty() {
         return;
     }
+    if let Some(batches) = BATCHES.get() {
+        let _ = batches.try_send(batch);
+    }
+}
+
+/// The writer's batch reports on their way to [`batch_span`]'s thread.
+static BATCHES: OnceLock<std::sync::mpsc::SyncSender<wpds_storage::writer::BatchReport>> = OnceLock::new();
+
+/// How many batch reports wait for their span at most (a second's batches, and more).
+const BATCHES_QUEUED: usize = 4096;
+
+/// Starts the thread that makes the writer's batch spans.
+fn start_batch_spans(tracing: &'static Tracing) -> Result<(), String> {
+    let (sender, receiver) = std::sync::mpsc::sync_channel(BATCHES_QUEUED);
+    std::thread::Builder::new()
+        .name("wpds-batch-spans".to_owned())
+        .spawn(move || receiver.into_iter().for_each(|batch| batch_span(tracing, batch)))
+        .map_err(|e| format!("tracing: cannot start the batch spans' thread: {e}"))?;
+    BATCHES.set(sender).map_err(|_| "tracing: already started".to_owned())
+}
+
+/// Records one committed batch as a span of its own trace (when the sampler keeps it)
+/// linking to the database spans of the sampled writes it carried.
+fn batch_span(tracing: &Tracing, batch: wpds_storage::writer::BatchReport) {
     let links = batch
         .links
         .iter()
