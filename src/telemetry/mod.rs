@@ -324,7 +324,7 @@ pub fn in_span<F: Future>(name: &'static str, work: F) -> impl Future<Output = F
 }
 
 /// Hands one committed batch of the SQLite writer to the thread that records it as a span
-/// ([`batch_span`]), unless it carried no sampled write (nothing a trace would lead to it
+/// (`batch_span`), unless it carried no sampled write (nothing a trace would lead to it
 /// from). The writer's thread is the one every SQLite write waits for, so it only moves the
 /// report onto a bounded queue: when that is full the report is dropped, never waited for.
 pub fn record_batch(batch: wpds_storage::writer::BatchReport) {
