@@ -13,6 +13,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RECEIVER = os.path.join(ROOT, "scripts", "otlp", "receiver.py")
@@ -45,10 +46,11 @@ def wait_until(what, seconds, condition):
 
 
 class Server:
-    """`wpds serve` on a fresh SQLite database seeded with the demo, with `env`."""
+    """`wpds serve` on a fresh database seeded with the demo, with `env`: SQLite in
+    `workdir`, unless `url` names another (an empty PostgreSQL database)."""
 
-    def __init__(self, binary, workdir, name, env):
-        url = f"sqlite://{workdir}/{name}.sqlite3"
+    def __init__(self, binary, workdir, name, env, url=None):
+        url = url or f"sqlite://{workdir}/{name}.sqlite3"
         base_env = dict(os.environ, DATABASE_URL=url, WPDS_LOG="warn")
         for key in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
             base_env.pop(key, None)
@@ -316,6 +318,78 @@ def check_spans(binary, workdir):
         receiver.wait(10)
 
 
+def check_postgres_spans(binary, workdir, admin_url):
+    """The database spans on PostgreSQL, end to end: a traced write's server span, its
+    children, and its database spans named by what they do with the conventions'
+    attributes of the server the service connects to (`server.address`, `server.port`,
+    `db.namespace`, parsed from its URL); no SQLite writer batch span. On a database of its
+    own, made with psql on the server `admin_url` names and dropped after."""
+    name = f"wpds_tracing_{secrets.token_hex(4)}"
+    admin = urllib.parse.urlsplit(admin_url)
+    url = urllib.parse.urlunsplit(admin._replace(path=f"/{name}"))
+    quiet = {"check": True, "capture_output": True}
+    try:
+        subprocess.run(["psql", "-q", "-d", admin_url, "-c", f"CREATE DATABASE {name}"], **quiet)
+    except (OSError, subprocess.CalledProcessError) as error:
+        fail(f"PostgreSQL at {admin_url} (TEST_PG_URL) cannot make a database: {getattr(error, 'stderr', b'').decode().strip() or error}")
+    out = os.path.join(workdir, "postgres-spans.jsonl")
+    port = free_port()
+    receiver = subprocess.Popen([sys.executable, RECEIVER, str(port), out])
+    server = None
+    try:
+        server = Server(binary, workdir, "traced-postgres", {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}", "OTEL_BSP_SCHEDULE_DELAY": "100"}, url)
+        trace, parent, header = traceparent()
+        status, _, body = server.write("2026-11-09", extra={"traceparent": header})
+        if status != 200:
+            fail(f"the traced write on PostgreSQL answered {status}: {body!r}")
+
+        def mine():
+            return [s for s in received(out) if s["traceId"] == trace]
+
+        wanted = ("authentication", "validation", "UPDATE time_log_entries", "SELECT tokens logins users")
+        wait_until("the traced write's spans on PostgreSQL arrive", 20, lambda: all(any(s["name"] == n for s in mine()) for n in wanted))
+        spans = mine()
+        root = next((s for s in spans if s["kind"] == SERVER), None)
+        if root is None or root["parentSpanId"] != parent or root["name"] != "PUT /v1/workspaces/{workspaceId}/time-log/cells":
+            fail(f"the write's server span on PostgreSQL: {root}")
+        by_id = {s["spanId"]: s for s in spans}
+        expected = {
+            "db.system.name": "postgresql",
+            "server.address": admin.hostname,
+            "server.port": admin.port or 5432,
+            "db.namespace": name,
+        }
+        database = [s for s in spans if s["attributes"].get("db.system.name") is not None]
+        for span in database:
+            attributes = span["attributes"]
+            if any(attributes.get(k) != v for k, v in expected.items()):
+                fail(f"database span {span['name']!r} on PostgreSQL: {attributes}, expected {expected}")
+            if attributes.get("db.query.summary") != span["name"] or attributes.get("wpds.db.connection") not in ("pool", "shared"):
+                fail(f"database span {span['name']!r}: summary {attributes.get('db.query.summary')!r}, connection {attributes.get('wpds.db.connection')!r}")
+            up = by_id.get(span["parentSpanId"])
+            if up is None or span["kind"] != INTERNAL or not (up["start"] <= span["start"] <= span["end"] <= up["end"]):
+                fail(f"database span {span['name']!r} is not within its parent ({up and up['name']})")
+        update = next(s for s in database if s["name"] == "UPDATE time_log_entries")
+        lookup = next(s for s in database if s["name"] == "SELECT tokens logins users")
+        if update["attributes"].get("db.operation.name") != "UPDATE" or by_id[update["parentSpanId"]] is not root:
+            fail(f"the write's UPDATE span: {update['attributes']}, parent {by_id[update['parentSpanId']]['name']}")
+        if by_id[lookup["parentSpanId"]]["name"] != "authentication":
+            fail(f"the token lookup's parent on PostgreSQL: {by_id[lookup['parentSpanId']]['name']}")
+        if any(s["name"] == "sqlite writer batch" for s in received(out)):
+            fail("a SQLite writer batch span from a server on PostgreSQL")
+        connections = ", ".join(f"{s['name']} on {s['attributes']['wpds.db.connection']}" for s in database)
+        print(
+            f"check-tracing: PostgreSQL OK: {len(spans)} spans in the write's trace; its database spans ({connections}) "
+            f"carry db.system.name postgresql, server.address {expected['server.address']}, server.port {expected['server.port']}, db.namespace {name}"
+        )
+    finally:
+        if server is not None:
+            server.stop()
+        receiver.terminate()
+        receiver.wait(10)
+        subprocess.run(["psql", "-q", "-d", admin_url, "-c", f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"], capture_output=True)
+
+
 def make_certificates(workdir):
     """A private CA and a certificate it signed for localhost and 127.0.0.1 (openssl's
     command line): the CA's PEM, the server's certificate and key."""
@@ -486,6 +560,7 @@ def main():
     binary = sys.argv[1]
     with tempfile.TemporaryDirectory(prefix="wpds-tracing-") as workdir:
         check_spans(binary, workdir)
+        check_postgres_spans(binary, workdir, os.environ.get("TEST_PG_URL", "postgres://postgres@127.0.0.1:5432/postgres"))
         check_tls(binary, workdir)
         check_black_hole(binary, workdir)
     print("check-tracing: OK")
