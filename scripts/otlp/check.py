@@ -147,6 +147,11 @@ def check_spans(binary, workdir):
             {
                 "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}",
                 "OTEL_BSP_SCHEDULE_DELAY": "100",
+                # Only what a caller sampled (every request below that must be exported
+                # carries a sampled traceparent): the writer's batch span, a trace of its
+                # own, must still be recorded, as no ratio may keep it from the writes.
+                "OTEL_TRACES_SAMPLER": "parentbased_traceidratio",
+                "OTEL_TRACES_SAMPLER_ARG": "0",
                 "WPDS_DRAIN_SECONDS": "3",
                 "WPDS_LOG": "warn,wpds::access=info",
                 "WPDS_LOG_FORMAT": "json",
@@ -275,6 +280,22 @@ def check_spans(binary, workdir):
         odd_expected = {"http.request.method": "_OTHER", "http.request.method_original": "FROB", "url.scheme": "http"}
         if not odd["name"].startswith("HTTP") or "FROB" in odd["name"] or any(odd["attributes"].get(k) != v for k, v in odd_expected.items()):
             fail(f"the odd method's server span: {odd['name']!r} {odd['attributes']}")
+        # What comes from the request is bounded: the path and the query to 2 048 bytes, a
+        # header's value (Host, User-Agent) and the method to 256, a tracestate over 512 is
+        # not taken (a client's request cannot make spans of any size).
+        long_trace, _, long_header = traceparent()
+        long_host = "h" * 1000 + ".example"
+        server.request(
+            "FROB" + "X" * 300,
+            RECEIPTS + "/" + "p" * 5000 + "?q=" + "v" * 5000,
+            headers={"traceparent": long_header, "Host": long_host, "User-Agent": "u" * 1000, "tracestate": ",".join(f"v{i}=" + "x" * 100 for i in range(5))},
+        )
+        wait_until("the long request's span arrives", 20, lambda: any(s["kind"] == SERVER for s in of_trace(long_trace)))
+        long_span = next(s for s in of_trace(long_trace) if s["kind"] == SERVER)
+        bounds = {"url.path": 2048, "url.query": 2048, "server.address": 256, "user_agent.original": 256, "http.request.method_original": 256}
+        lengths = {k: len(long_span["attributes"].get(k, "")) for k in bounds}
+        if lengths != bounds:
+            fail(f"the long request's attributes are not cut to their bounds: {lengths}, expected {bounds}")
         refusal = [s for s in of_trace(trace2) if s["kind"] == SERVER]
         if not refusal or refusal[0]["attributes"].get("http.response.status_code") != 401:
             fail(f"the refusal's server span: {refusal}")

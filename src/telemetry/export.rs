@@ -3,10 +3,12 @@
 //! itself), and the counts of spans ended, exported and failed that the metrics serve.
 //!
 //! What the counts can and cannot see: the SDK's batch processor drops a span when its
-//! queue (`OTEL_BSP_MAX_QUEUE_SIZE`) is full and keeps that count to itself (it is only
-//! logged, through the SDK's internal logs, at shutdown). So a span is counted `ended` as
+//! queue (`OTEL_BSP_MAX_QUEUE_SIZE`) is full and keeps that count to itself (its internal
+//! logs, which would report it at shutdown, are not compiled in). So a span is counted `ended` as
 //! it is handed to the processor, and `exported` or `failed` as its batch's post returns;
-//! what the queue dropped is `ended − exported − failed`, less the few still queued.
+//! what the queue dropped is `ended − exported − failed`, less the few still queued. A
+//! failed post is logged too, as a warning at most once a minute ([`FAILURE_LOG_EVERY`]):
+//! a collector that is gone fails every post, and the counter has the rest.
 
 use opentelemetry::Context;
 use opentelemetry_sdk::Resource;
@@ -21,6 +23,12 @@ static ENDED: AtomicU64 = AtomicU64::new(0);
 static EXPORTED: AtomicU64 = AtomicU64::new(0);
 /// Spans in batches whose post failed (unreachable, refused, or past the timeout).
 static FAILED: AtomicU64 = AtomicU64::new(0);
+
+/// When a failed post was last logged, in seconds since the Unix epoch (0: never).
+static FAILURE_LOGGED: AtomicU64 = AtomicU64::new(0);
+
+/// How often a failed post is logged at most.
+pub const FAILURE_LOG_EVERY: Duration = Duration::from_secs(60);
 
 /// Spans so far: ended, exported, failed (see the module documentation).
 pub fn counts() -> [u64; 3] {
@@ -40,7 +48,9 @@ pub fn timeout(var: impl Fn(&str) -> Option<String>) -> Duration {
 /// trust store plus, from `OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE` or
 /// `OTEL_EXPORTER_OTLP_CERTIFICATE`, the PEM certificates of a private CA. Built on a
 /// thread of its own, as opentelemetry-otlp builds its own: a blocking client must not be
-/// made (nor dropped) on an async runtime's thread.
+/// made (nor dropped) on an async runtime's thread. It follows no redirect: the exporter's
+/// headers (`OTEL_EXPORTER_OTLP_HEADERS`, often a backend's API key) go to the collector
+/// configured, never to a host it redirects to.
 pub fn client(
     timeout: Duration,
     var: impl Fn(&str) -> Option<String>,
@@ -58,7 +68,10 @@ pub fn client(
         }
     }
     std::thread::spawn(move || {
-        let builder = reqwest::blocking::Client::builder().timeout(timeout).connect_timeout(timeout);
+        let builder = reqwest::blocking::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(timeout)
+            .redirect(reqwest::redirect::Policy::none());
         authorities
             .into_iter()
             .fold(builder, |builder, authority| builder.add_root_certificate(authority))
@@ -67,6 +80,15 @@ pub fn client(
     })
     .join()
     .map_err(|_| "tracing: building the HTTP client failed".to_owned())?
+}
+
+/// Whether a failed post is to be logged now: none was in the last [`FAILURE_LOG_EVERY`].
+fn failure_to_log() -> bool {
+    let now =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |since| since.as_secs());
+    let last = FAILURE_LOGGED.load(Ordering::Relaxed);
+    (last == 0 || now >= last.saturating_add(FAILURE_LOG_EVERY.as_secs()))
+        && FAILURE_LOGGED.compare_exchange(last, now.max(1), Ordering::Relaxed, Ordering::Relaxed).is_ok()
 }
 
 /// An exporter that counts what its `inner` exporter exported and failed to.
@@ -80,7 +102,12 @@ impl<E: SpanExporter> SpanExporter for Counted<E> {
         match &outcome {
             Ok(()) => EXPORTED.fetch_add(spans, Ordering::Relaxed),
             Err(e) => {
-                log::debug!("tracing: {spans} spans not exported: {e}");
+                if failure_to_log() {
+                    log::warn!(
+                        "tracing: {spans} spans not exported: {e} (failures are counted in \
+                         wpds_tracing_spans_total{{outcome=\"failed\"}}; logged at most once a minute)"
+                    );
+                }
                 FAILED.fetch_add(spans, Ordering::Relaxed)
             }
         };

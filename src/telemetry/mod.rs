@@ -17,7 +17,9 @@
 //!   `server.port` (of the `Host` the client asked for), `client.address` (through trusted
 //!   proxies), `network.peer.address` and `network.peer.port`, `user_agent.original`; and
 //!   `operationId` for the contract's operations; for a 5xx, status error and `error.type`
-//!   (the status code). A method the conventions do not know is `_OTHER` (the request's
+//!   (the status code). What comes from the request is bounded: a header's value and the
+//!   method to 256 bytes, the path and the query to 2 048, a `tracestate` to 512 (a longer
+//!   one is not taken). A method the conventions do not know is `_OTHER` (the request's
 //!   own in `http.request.method_original`) and names the span `HTTP`, so a client cannot
 //!   make span names of its own. An incoming `X-Request-Id` that is not the trace's id is
 //!   `http.request.header.x-request-id`, so a proxy's id finds the trace. An incoming W3C
@@ -26,8 +28,9 @@
 //!   each call, made where calls enter storage ([`wpds_storage::trace`]); all only inside
 //!   a sampled request.
 //! - On SQLite, the writer thread's batch span `sqlite writer batch`, for a batch that
-//!   carried a sampled write, which links to the database span of every such write (a batch serves many traces, so it belongs to
-//!   none of them).
+//!   carried a sampled write, which links to the database span of every such write (a
+//!   batch serves many traces, so it belongs to none of them); recorded whatever the
+//!   sampler (the `sampling` module).
 //!
 //! The SDK's batch processor exports on its own thread from a bounded queue: a slow or
 //! unreachable collector drops spans, it never holds a request. The spans ended, exported
@@ -35,6 +38,7 @@
 //! export timeout at most.
 
 mod export;
+mod sampling;
 
 pub use export::counts as span_counts;
 pub use opentelemetry::Context;
@@ -111,8 +115,18 @@ pub fn init(endpoint: Option<&str>, engine: &'static str) -> Result<bool, String
             KeyValue::new("db.system.name", engine),
         ])
         .build();
-    let provider =
-        SdkTracerProvider::builder().with_span_processor(processor).with_resource(resource).build();
+    let (sampler, ratio) =
+        (std::env::var("OTEL_TRACES_SAMPLER").ok(), std::env::var("OTEL_TRACES_SAMPLER_ARG").ok());
+    if let Some(warning) = sampling::fallback(sampler.as_deref(), ratio.as_deref()) {
+        log::warn!("tracing: {warning}");
+    }
+    // The SDK's own reading of the environment's sampler, the batch span recorded besides.
+    let sampler = sampling::Sampling(opentelemetry_sdk::trace::Config::default().sampler);
+    let provider = SdkTracerProvider::builder()
+        .with_span_processor(processor)
+        .with_resource(resource)
+        .with_sampler(sampler)
+        .build();
     // The storage crate's database spans take their tracer from the global provider.
     opentelemetry::global::set_tracer_provider(provider.clone());
     let scope = InstrumentationScope::builder("wpds").with_version(env!("CARGO_PKG_VERSION")).build();
@@ -137,12 +151,18 @@ pub fn enabled() -> bool {
     TRACING.get().is_some()
 }
 
+/// The longest `tracestate` taken from a caller (W3C Trace Context asks a vendor to pass
+/// on at least 512 characters): a longer one is not taken at all, as the SDK would copy its
+/// up to 32 entries of 512 bytes into every span of the request.
+const TRACESTATE_BYTES: usize = 512;
+
 /// Reads a request's headers for the propagator.
 struct Headers<'a>(&'a HeaderMap);
 
 impl opentelemetry::propagation::Extractor for Headers<'_> {
     fn get(&self, key: &str) -> Option<&str> {
-        self.0.get(key).and_then(|v| v.to_str().ok())
+        let value = self.0.get(key).and_then(|v| v.to_str().ok())?;
+        (key != "tracestate" || value.len() <= TRACESTATE_BYTES).then_some(value)
     }
 
     fn keys(&self) -> Vec<&str> {
@@ -245,9 +265,19 @@ pub struct Answered<'a> {
     pub protocol_version: &'static str,
 }
 
-/// The longest `User-Agent` a span records (the rest is cut): a client's header must not
-/// make spans of any size.
-const USER_AGENT_BYTES: usize = 256;
+/// The most of a value from the request (a header's, the method's) a span records: the
+/// rest is cut, so a client cannot make spans of any size (a request's head may hold
+/// 128 KiB), which the export queue, bounded in spans, not bytes, would hold.
+const HEADER_BYTES: usize = 256;
+
+/// The most of the path, and of the query, a span records (the rest is cut).
+const URL_BYTES: usize = 2048;
+
+/// At most `max` bytes of `value`, cut at a character boundary.
+fn bounded(value: &str, max: usize) -> String {
+    let cut = (0..=value.len().min(max)).rev().find(|&at| value.is_char_boundary(at)).unwrap_or(0);
+    value[..cut].to_owned()
+}
 
 /// Names the server span in `cx` `{method} {route}`, records what the answer tells and
 /// ends it, when it is recorded (sampled).
@@ -276,16 +306,17 @@ pub fn end_server_span(cx: &Context, method: &Method, answered: Answered<'_>) {
     attributes.extend([
         KeyValue::new("http.request.method", known),
         KeyValue::new("url.scheme", "http"),
-        KeyValue::new("url.path", answered.path.to_owned()),
+        KeyValue::new("url.path", bounded(answered.path, URL_BYTES)),
         KeyValue::new("http.response.status_code", i64::from(answered.status)),
         KeyValue::new("network.protocol.version", answered.protocol_version),
     ]);
     if known == "_OTHER" {
-        attributes.push(KeyValue::new("http.request.method_original", method.as_str().to_owned()));
+        attributes
+            .push(KeyValue::new("http.request.method_original", bounded(method.as_str(), HEADER_BYTES)));
     }
     let query = crate::logging::redaction::redacted_query(answered.query);
     if !query.is_empty() {
-        attributes.push(KeyValue::new("url.query", query.into_owned()));
+        attributes.push(KeyValue::new("url.query", bounded(&query, URL_BYTES)));
     }
     if let Some(client) = answered.client {
         attributes.push(KeyValue::new("client.address", client.to_string()));
@@ -298,12 +329,13 @@ pub fn end_server_span(cx: &Context, method: &Method, answered: Answered<'_>) {
     if let Some(authority) =
         header("host").and_then(|host| host.parse::<actix_web::http::uri::Authority>().ok())
     {
-        attributes.push(KeyValue::new("server.address", authority.host().to_owned()));
+        // An IPv6 address without the brackets a URL's authority puts around it.
+        let host = authority.host().trim_start_matches('[').trim_end_matches(']');
+        attributes.push(KeyValue::new("server.address", bounded(host, HEADER_BYTES)));
         attributes.push(KeyValue::new("server.port", i64::from(authority.port_u16().unwrap_or(80))));
     }
     if let Some(agent) = header("user-agent") {
-        let cut = (0..=agent.len().min(USER_AGENT_BYTES)).rev().find(|&at| agent.is_char_boundary(at));
-        attributes.push(KeyValue::new("user_agent.original", agent[..cut.unwrap_or(0)].to_owned()));
+        attributes.push(KeyValue::new("user_agent.original", bounded(agent, HEADER_BYTES)));
     }
     if let Some(id) = answered.request_id {
         let ids = Array::String(vec![StringValue::from(id.to_owned())]);
@@ -352,8 +384,8 @@ fn start_batch_spans(tracing: &'static Tracing) -> Result<(), String> {
     BATCHES.set(sender).map_err(|_| "tracing: already started".to_owned())
 }
 
-/// Records one committed batch as a span of its own trace (when the sampler keeps it)
-/// linking to the database spans of the sampled writes it carried.
+/// Records one committed batch as a span of its own trace (always: see
+/// [`sampling::Sampling`]) linking to the database spans of the sampled writes it carried.
 fn batch_span(tracing: &Tracing, batch: wpds_storage::writer::BatchReport) {
     let links = batch
         .links
@@ -371,7 +403,7 @@ fn batch_span(tracing: &Tracing, batch: wpds_storage::writer::BatchReport) {
         .collect();
     let mut span = tracing
         .tracer
-        .span_builder("sqlite writer batch")
+        .span_builder(sampling::BATCH_SPAN)
         .with_kind(SpanKind::Internal)
         .with_start_time(batch.started)
         .with_links(links)
@@ -381,4 +413,53 @@ fn batch_span(tracing: &Tracing, batch: wpds_storage::writer::BatchReport) {
         ])
         .start_with_context(&tracing.tracer, &Context::new());
     span.end_with_timestamp(batch.finished);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use actix_web::http::header::{HeaderName, HeaderValue};
+
+    fn headers(pairs: &[(&'static str, String)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.insert(HeaderName::from_static(name), HeaderValue::from_str(value).expect("a header value"));
+        }
+        map
+    }
+
+    const PARENT: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+
+    /// A `tracestate` of `count` entries of 104 bytes each (a value may be 256 at most).
+    fn entries(count: usize) -> String {
+        (0..count).map(|i| format!("v{i}={}", "x".repeat(100))).collect::<Vec<_>>().join(",")
+    }
+
+    #[test]
+    fn a_value_is_cut_to_its_bound_at_a_character_boundary() {
+        assert_eq!(bounded("short", 256), "short");
+        assert_eq!(bounded(&"a".repeat(5000), URL_BYTES).len(), URL_BYTES);
+        // "é" is two bytes: a cut at 3 would split the second one.
+        assert_eq!(bounded("éé", 3), "é");
+    }
+
+    #[test]
+    fn a_tracestate_within_512_bytes_is_taken_with_its_parent() {
+        let state = entries(4);
+        assert!(state.len() <= TRACESTATE_BYTES);
+        let cx = incoming(&headers(&[("traceparent", PARENT.to_owned()), ("tracestate", state.clone())]))
+            .expect("a parent");
+        assert_eq!(cx.span().span_context().trace_state().header(), state);
+    }
+
+    #[test]
+    fn a_longer_tracestate_is_dropped_and_the_parent_kept() {
+        let state = entries(5);
+        assert!(state.len() > TRACESTATE_BYTES);
+        let cx = incoming(&headers(&[("traceparent", PARENT.to_owned()), ("tracestate", state)]))
+            .expect("a parent");
+        let span = cx.span();
+        assert_eq!(span.span_context().trace_id().to_string(), "0af7651916cd43dd8448eb211c80319c");
+        assert_eq!(span.span_context().trace_state().header(), "");
+    }
 }

@@ -1,7 +1,8 @@
-//! Tracing's start-up: an `https://` collector is a collector like any other, and a private
-//! CA that cannot be read stops `wpds serve` with a message instead of failing every export
-//! once it runs. (What the spans carry, TLS to a receiver of a private CA included, is
-//! checked by `scripts/check-tracing`, against a real OTLP receiver.)
+//! Tracing's start-up: an `https://` collector is a collector like any other, a private CA
+//! that cannot be read stops `wpds serve` with a message instead of failing every export
+//! once it runs, and a sampler setting the SDK cannot take is named in the log. (What the
+//! spans carry, TLS to a receiver of a private CA included, is checked by
+//! `scripts/check-tracing`, against a real OTLP receiver.)
 
 use crate::harness::{Seeded, Server, free_port};
 use std::process::{Command, Stdio};
@@ -58,5 +59,32 @@ fn a_private_ca_that_cannot_be_read_stops_start_up_with_a_message() {
     assert!(
         stderr.contains("OTEL_EXPORTER_OTLP_CERTIFICATE") && stderr.contains(&*missing.to_string_lossy()),
         "{stderr}"
+    );
+}
+
+#[test]
+fn a_sampler_ratio_the_sdk_cannot_take_is_logged_at_start_up_with_what_it_does_instead() {
+    // Arrange: a seeded database, and a ratio written as an operator might ("10%", where
+    // the SDK reads only a number: it falls back to sampling every trace).
+    let seeded = Seeded::new();
+
+    // Act: start the server with it.
+    let server = Server::start_with(
+        &seeded.database.url,
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &format!("http://127.0.0.1:{}", free_port())),
+            ("OTEL_TRACES_SAMPLER", "parentbased_traceidratio"),
+            ("OTEL_TRACES_SAMPLER_ARG", "10%"),
+            ("WPDS_LOG", "warn"),
+        ],
+    );
+
+    // Assert: it serves, and its log says why every trace is sampled.
+    let log = server.log_text();
+    assert!(
+        log.contains("OTEL_TRACES_SAMPLER_ARG")
+            && log.contains("\"10%\"")
+            && log.contains("every trace is sampled"),
+        "{log}"
     );
 }
