@@ -4,11 +4,12 @@
 //!
 //! What the counts can and cannot see: the SDK's batch processor drops a span when its
 //! queue (`OTEL_BSP_MAX_QUEUE_SIZE`) is full and keeps that count to itself (its internal
-//! logs, which would report it at shutdown, are not compiled in). So a span is counted `ended` as
-//! it is handed to the processor, and `exported` or `failed` as its batch's post returns;
-//! what the queue dropped is `ended − exported − failed`, less the few still queued. A
-//! failed post is logged too, as a warning at most once a minute ([`FAILURE_LOG_EVERY`]):
-//! a collector that is gone fails every post, and the counter has the rest.
+//! logs, which would report it at shutdown, are not compiled in). So a span is counted
+//! `ended` as it is handed to the processor, and `exported` or `failed` as its batch's
+//! post returns; what the queue dropped is `ended − exported − failed`, less the few still
+//! queued. A failed post is logged too, as a warning at most once a minute
+//! ([`FAILURE_LOG_EVERY`]): a collector that is gone fails every post, and the counter has
+//! the rest.
 
 use opentelemetry::Context;
 use opentelemetry_sdk::Resource;
