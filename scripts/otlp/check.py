@@ -411,6 +411,66 @@ def check_postgres_spans(binary, workdir, admin_url):
         subprocess.run(["psql", "-q", "-d", admin_url, "-c", f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"], capture_output=True)
 
 
+class Redirector:
+    """An HTTP server on loopback that answers every request 307 to `location` and keeps
+    the headers of what it was sent."""
+
+    def __init__(self, location):
+        import http.server
+
+        seen = self.seen = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                seen.append(dict(self.headers))
+                self.send_response(307)
+                self.send_header("Location", location)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def check_no_redirect(binary, workdir):
+    """A collector that redirects elsewhere: the exporter does not follow, so its headers
+    (OTEL_EXPORTER_OTLP_HEADERS, a backend's API key) never reach another host; the posts
+    count as failed."""
+    out = os.path.join(workdir, "redirected-spans.jsonl")
+    port = free_port()
+    receiver = subprocess.Popen([sys.executable, RECEIVER, str(port), out])
+    redirector = Redirector(f"http://127.0.0.1:{port}/v1/traces")
+    server = None
+    try:
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{redirector.port}", "OTEL_BSP_SCHEDULE_DELAY": "100", "OTEL_EXPORTER_OTLP_HEADERS": "x-api-key=check-tracing-secret"}
+        server = Server(binary, workdir, "redirected", env)
+        wait_until("the receiver listens", 10, lambda: socket.socket().connect_ex(("127.0.0.1", port)) == 0)
+        _, _, header = traceparent()
+        server.request("GET", RECEIPTS, headers={"traceparent": header})
+        counted = wait_until("the redirected posts counted as failed", 20, lambda: (lambda c: c if c.get("failed") else None)(server.spans_counted()))
+        time.sleep(0.5)
+        if received(out) or counted.get("exported"):
+            fail(f"the exporter followed a redirect to another collector: {counted}, {len(received(out))} spans there")
+        if not any(h.get("x-api-key") == "check-tracing-secret" for h in redirector.seen):
+            fail(f"the collector configured did not get the exporter's headers: {redirector.seen}")
+        print(f"check-tracing: redirect OK: a collector answering 307 gets the post, the exporter does not follow it ({counted})")
+    finally:
+        if server is not None:
+            server.stop()
+        redirector.close()
+        receiver.terminate()
+        receiver.wait(10)
+
+
 def make_certificates(workdir):
     """A private CA and a certificate it signed for localhost and 127.0.0.1 (openssl's
     command line): the CA's PEM, the server's certificate and key."""
@@ -520,6 +580,7 @@ def check_black_hole(binary, workdir, rounds=9, count=2000):
         off = Server(binary, workdir, "tracing-off", {})
         servers.append(off)
         timeout = 3.0
+        on_started = time.monotonic()
         on = Server(
             binary,
             workdir,
@@ -571,6 +632,13 @@ def check_black_hole(binary, workdir, rounds=9, count=2000):
         print(f"check-tracing: black-holed collector: spans {counted}; SIGTERM to exit {took:.2f} s (OTEL_EXPORTER_OTLP_TIMEOUT {timeout:.0f} s)")
         if took > timeout + 1.5:
             fail(f"the shutdown took {took:.2f} s with a black-holed collector: more than one export timeout ({timeout} s) and 1.5 s")
+        # Failed posts are logged, at most once a minute: the collector failed every post.
+        with open(on.log_path) as f:
+            logged = sum("spans not exported" in line for line in f)
+        allowed = 1 + int((time.monotonic() - on_started) // 60)
+        if not 1 <= logged <= allowed:
+            fail(f"failed posts logged {logged} times in {time.monotonic() - on_started:.0f} s: expected 1 to {allowed} (once a minute at most)")
+        print(f"check-tracing: black-holed collector: failed posts logged {logged} time(s) in {time.monotonic() - on_started:.0f} s")
     finally:
         for server in servers:
             server.stop()
@@ -583,6 +651,7 @@ def main():
         check_spans(binary, workdir)
         check_postgres_spans(binary, workdir, os.environ.get("TEST_PG_URL", "postgres://postgres@127.0.0.1:5432/postgres"))
         check_tls(binary, workdir)
+        check_no_redirect(binary, workdir)
         check_black_hole(binary, workdir)
     print("check-tracing: OK")
 
