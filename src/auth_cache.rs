@@ -45,23 +45,33 @@ impl AuthCache {
     /// The caller `token` stood for when it was last looked up, if that is recent and the
     /// token has not expired since.
     pub fn caller(&self, token: &str) -> Option<Caller> {
-        let caller = fresh(&self.callers, token)?;
+        self.caller_at(token, Instant::now())
+    }
+
+    /// [`AuthCache::caller`] as of `now`.
+    fn caller_at(&self, token: &str, now: Instant) -> Option<Caller> {
+        let caller = fresh(&self.callers, token, now)?;
         (caller.expires_at > now_millis()).then_some(caller)
     }
 
     /// Remembers that `token` stands for `caller`.
     pub fn remember_caller(&self, token: &str, caller: Caller) {
-        store(&self.callers, self.ttl, token.to_owned(), caller);
+        self.remember_caller_at(token, caller, Instant::now());
+    }
+
+    /// [`AuthCache::remember_caller`] as of `now`.
+    fn remember_caller_at(&self, token: &str, caller: Caller, now: Instant) {
+        store(&self.callers, self.ttl, token.to_owned(), caller, now);
     }
 
     /// Whether `user_id` was a member of `workspace_id` when last looked up, if recent.
     pub fn membership(&self, workspace_id: i64, user_id: i64) -> Option<bool> {
-        fresh(&self.members, &(workspace_id, user_id))
+        fresh(&self.members, &(workspace_id, user_id), Instant::now())
     }
 
     /// Remembers whether `user_id` is a member of `workspace_id`.
     pub fn remember_membership(&self, workspace_id: i64, user_id: i64, member: bool) {
-        store(&self.members, self.ttl, (workspace_id, user_id), member);
+        store(&self.members, self.ttl, (workspace_id, user_id), member, Instant::now());
     }
 
     /// Forgets everything (after this process revoked a login).
@@ -71,8 +81,8 @@ impl AuthCache {
     }
 }
 
-/// The value under `key` if it was stored less than the TTL ago.
-fn fresh<K, Q, V>(map: &RwLock<HashMap<K, (V, Instant)>>, key: &Q) -> Option<V>
+/// The value under `key` if it was stored less than the TTL before `now`.
+fn fresh<K, Q, V>(map: &RwLock<HashMap<K, (V, Instant)>>, key: &Q, now: Instant) -> Option<V>
 where
     K: Eq + Hash + std::borrow::Borrow<Q>,
     Q: Eq + Hash + ?Sized,
@@ -80,14 +90,20 @@ where
 {
     let map = map.read().unwrap_or_else(|poisoned| poisoned.into_inner());
     let (value, until) = map.get(key)?;
-    (Instant::now() < *until).then(|| value.clone())
+    (now < *until).then(|| value.clone())
 }
 
-fn store<K: Eq + Hash, V>(map: &RwLock<HashMap<K, (V, Instant)>>, ttl: Duration, key: K, value: V) {
+/// Stores `value` under `key` as of `now`, to be served for `ttl`.
+fn store<K: Eq + Hash, V>(
+    map: &RwLock<HashMap<K, (V, Instant)>>,
+    ttl: Duration,
+    key: K,
+    value: V,
+    now: Instant,
+) {
     if ttl.is_zero() {
         return;
     }
-    let now = Instant::now();
     let mut map = write(map);
     if map.len() >= MAX_ENTRIES {
         map.retain(|_, (_, until)| *until > now);
@@ -113,11 +129,16 @@ mod tests {
 
     #[test]
     fn a_remembered_caller_is_served_until_the_ttl_ends() {
-        let cache = AuthCache::new(Duration::from_millis(50));
-        cache.remember_caller("t", caller(now_millis() + 60_000));
-        assert_eq!(cache.caller("t").map(|c| c.user_id), Some(5));
-        std::thread::sleep(Duration::from_millis(60));
-        assert_eq!(cache.caller("t"), None);
+        // The lookups' instants are given, not waited for: a busy machine's pauses cannot
+        // move them.
+        let ttl = Duration::from_millis(50);
+        let cache = AuthCache::new(ttl);
+        let stored = Instant::now();
+        cache.remember_caller_at("t", caller(now_millis() + 60_000), stored);
+        assert_eq!(cache.caller_at("t", stored).map(|c| c.user_id), Some(5));
+        let last = stored + ttl - Duration::from_nanos(1);
+        assert_eq!(cache.caller_at("t", last).map(|c| c.user_id), Some(5));
+        assert_eq!(cache.caller_at("t", stored + ttl), None);
     }
 
     #[test]

@@ -3,9 +3,10 @@
 //! Prometheus (Debian's package, started by the test as a plain process) whose HTTP API
 //! then answers a rate over them.
 //!
-//! Prometheus is not part of a fresh machine: the Prometheus test skips, saying so, when
-//! the `prometheus` binary is missing, unless `WPDS_TEST_REQUIRE_PROMETHEUS=1` (as `.ci/run`
-//! sets after installing it) makes that a failure.
+//! Prometheus is not part of a fresh machine: a check that needs `prometheus` or
+//! `promtool` skips, saying so, when the binary is missing, unless
+//! `WPDS_TEST_REQUIRE_PROMETHEUS=1` (as `.ci/run` sets after installing it) makes that a
+//! failure.
 
 use crate::harness::{Seeded, Server, agent, cell, free_port, put_cell, wait_until};
 use std::process::{Child, Command, Stdio};
@@ -29,12 +30,19 @@ fn sample(text: &str, series: &str) -> Option<f64> {
     text.lines().find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.trim().parse().ok())
 }
 
+/// The binary `name` on `PATH`; `None`, saying the check is skipped, when there is none
+/// (a failure when `WPDS_TEST_REQUIRE_PROMETHEUS` is set).
 fn binary(name: &str) -> Option<std::path::PathBuf> {
-    std::env::var_os("PATH")?
-        .to_str()?
-        .split(':')
-        .map(|dir| std::path::Path::new(dir).join(name))
-        .find(|p| p.is_file())
+    let found = std::env::var_os("PATH")
+        .and_then(|path| std::env::split_paths(&path).map(|dir| dir.join(name)).find(|p| p.is_file()));
+    if found.is_none() {
+        assert!(
+            std::env::var_os("WPDS_TEST_REQUIRE_PROMETHEUS").is_none(),
+            "WPDS_TEST_REQUIRE_PROMETHEUS is set, but no {name} binary is on PATH"
+        );
+        eprintln!("skipped: no `{name}` on PATH (Debian's prometheus package has it; CI installs it)");
+    }
+    found
 }
 
 #[test]
@@ -187,14 +195,7 @@ impl Prometheus {
 
 #[test]
 fn prometheus_scrapes_the_metrics_and_answers_a_rate() {
-    let Some(binary) = binary("prometheus") else {
-        assert!(
-            std::env::var("WPDS_TEST_REQUIRE_PROMETHEUS").is_err(),
-            "WPDS_TEST_REQUIRE_PROMETHEUS is set, but no prometheus binary is on PATH"
-        );
-        eprintln!("skipped: no `prometheus` on PATH (Debian: apt-get install prometheus)");
-        return;
-    };
+    let Some(binary) = binary("prometheus") else { return };
     // Arrange: a server with metrics, and Prometheus scraping them every second.
     let seeded = Seeded::new();
     let (server, metrics) = server_with_metrics(&seeded);
@@ -228,10 +229,7 @@ fn prometheus_scrapes_the_metrics_and_answers_a_rate() {
 #[test]
 fn the_suggested_alerts_of_the_operations_guide_pass_promtool_check_rules() {
     // Arrange: the guide's table of suggested alerts, as a Prometheus rules file.
-    let Some(promtool) = binary("promtool") else {
-        eprintln!("skipped: no promtool on PATH (Debian's prometheus package has it; CI installs it)");
-        return;
-    };
+    let Some(promtool) = binary("promtool") else { return };
     let guide = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/operations.md")).unwrap();
     let table =
         guide.split("### Suggested alerts").nth(1).expect("the section").split("\n\n").nth(1).unwrap();
