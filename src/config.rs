@@ -228,39 +228,26 @@ pub struct ServeConfig {
     pub reset: bool,
 }
 
-impl ServeConfig {
-    /// Settings for tests and tools: every default, listening on `bind`, on `database_url`.
-    pub fn for_address(bind: SocketAddr, database_url: &str) -> Self {
-        ServeConfig {
-            bind,
-            database: DatabaseArgs {
-                database_url: database_url.to_owned(),
-                db_pool_size: 0,
-                db_timeout_ms: 1500,
-                sqlite_synchronous: Synchronous::Full,
-                pg_pooler: PgPooler::None,
-            },
-            tokens: TokenArgs { access_token_ttl: 900, refresh_token_ttl: 2_592_000 },
-            log: "info".to_owned(),
-            log_format: crate::logging::LogFormat::Text,
-            workers: 2,
-            shutdown_timeout: 30,
-            drain_seconds: 0,
-            db_wait_seconds: 60,
-            rate_limit_per_minute: 0,
-            trusted_proxies: Vec::new(),
-            auth_cache_ttl_ms: 5000,
-            body_timeout_ms: 10_000,
-            body_memory_mib: 64,
-            compression: true,
-            metrics_bind: None,
-            otlp_endpoint: None,
-            cors_origins: Vec::new(),
-            demo: false,
-            reset: false,
-        }
-    }
+/// `wpds serve`'s settings as a command line of their own, to read their defaults.
+#[derive(Debug, clap::Parser)]
+struct ServeCommand {
+    #[command(flatten)]
+    config: ServeConfig,
+}
 
+impl Default for ServeConfig {
+    /// Every setting at the default its flag declares (the one place each default is
+    /// stated), whatever the environment holds: what `wpds serve` runs with when given
+    /// nothing, for tests and tools that start a server in process.
+    fn default() -> Self {
+        use clap::{CommandFactory, FromArgMatches};
+        let command = ServeCommand::command().mut_args(|arg| arg.env(None));
+        let matches = command.try_get_matches_from(["serve"]).expect("every setting has a default");
+        ServeCommand::from_arg_matches(&matches).expect("the defaults parse").config
+    }
+}
+
+impl ServeConfig {
     /// How long the authentication cache may serve an answer.
     pub fn auth_cache_ttl(&self) -> Duration {
         Duration::from_millis(self.auth_cache_ttl_ms)

@@ -1,16 +1,18 @@
 //! Workspace Project-Data Service: the HTTP JSON API server.
 //!
 //! The contract `openapi/openapi.yaml` is the single source of truth. The build generates
-//! the operation table, the [`operations::Operations`] trait and the actix-web routes from
-//! it; [`handlers`] implements the trait; [`http`] holds the request pipeline every
+//! the operation table, one trait per tag of the document (`TimeLogApi`, …, all together
+//! [`operations::Operations`]) and the actix-web routes from it; each module of
+//! [`handlers`] implements its tag's trait; [`http`] holds the request pipeline every
 //! operation runs through (request id, content negotiation, body limits, validation from the
-//! document, problem+json errors) and the operational endpoints.
+//! document, problem+json errors) and the operational endpoints. [`app::Application::build`]
+//! turns a configuration into the running server, for `wpds serve` and for the tests alike.
 //!
 //! Layers, each looking only down (`scripts/check-module-cycles` proves no module and no
 //! top-level module refers back to one that refers to it):
-//! `server` → `operations` (generated) and [`handlers`] → [`http`] → [`state`] →
-//! [`auth_cache`], [`rate_limit`], [`metrics`], [`telemetry`] → [`error`], [`config`],
-//! [`logging`] → the storage and contract crates.
+//! [`app`] → [`server`] and [`demo`] → `operations` (generated) and [`handlers`] → [`http`]
+//! → [`state`] → [`auth_cache`], [`rate_limit`], [`metrics`], [`telemetry`] → [`error`],
+//! [`config`], [`logging`] → the storage and contract crates.
 //!
 //! What an operator sees is switched by settings and costs nothing when off: the access
 //! log and JSON lines ([`logging`], [`http::access_log`]), Prometheus metrics on their own
@@ -27,8 +29,10 @@
 //!   ([`http::operation::RequestContext::budget`]). Storage decides which connection serves
 //!   it (`wpds_storage::work`); database work never runs on the async workers.
 
+pub mod app;
 pub mod auth_cache;
 pub mod config;
+pub mod demo;
 pub mod error;
 pub mod handlers;
 pub mod http;

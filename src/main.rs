@@ -6,13 +6,11 @@
 //! both and the defaults).
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
-use std::net::TcpListener;
 use std::process::ExitCode;
 use std::sync::Arc;
-use wpds::auth_cache::AuthCache;
+use wpds::app::Application;
 use wpds::config::{DatabaseArgs, ServeConfig, TokenArgs};
-use wpds::rate_limit::RateLimiter;
-use wpds::state::AppState;
+use wpds::demo;
 use wpds_storage::{Database, auth, seed};
 
 /// mimalloc instead of the system allocator: every request allocates (JSON values, the
@@ -20,12 +18,6 @@ use wpds_storage::{Database, auth, seed};
 /// malloc and its arena locks were ~13 % of the server's samples under write load.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// The bundled demo workspace loaded by `serve --demo`.
-const DEMO_FIXTURE: &str = include_str!("../fixtures/demo.json");
-/// Demo users whose tokens `serve --demo` prints: a workspace member and an administrator.
-const DEMO_MEMBER: i64 = 5;
-const DEMO_ADMIN: i64 = 9;
 
 /// Workspace Project-Data Service.
 #[derive(Debug, Parser)]
@@ -181,144 +173,44 @@ fn issue_token(user: &str, database: &DatabaseArgs, tokens: &TokenArgs) -> Resul
     Ok(())
 }
 
-/// Access-token lifetime of `serve --demo`, seconds: a person exploring is not cut off
-/// after the production default of 15 minutes.
-const DEMO_ACCESS_TTL: u64 = 24 * 60 * 60;
-
-fn serve(mut config: ServeConfig, settings: &[String]) -> Result<(), String> {
-    if config.demo {
-        config.tokens.access_token_ttl = DEMO_ACCESS_TTL;
-    }
-    let db_config = config.database.db_config();
-    let wait = std::time::Duration::from_secs(config.db_wait_seconds);
-    let waits = db_config.engine() == wpds_storage::Engine::Postgres && !config.demo && !wait.is_zero();
-    let mut db =
-        if waits { Database::build(&db_config).map_err(|e| e.to_string())? } else { open(&config.database)? };
-    // On PostgreSQL single statements pipeline on shared connections, the pool's size
-    // spread over the workers (each worker drives its own).
-    let workers = wpds::server::worker_count(&config);
-    let pool_size = config.database.db_config().pool_size as usize;
-    if let Err(why) = db.share_statements(pool_size.div_ceil(workers)) {
-        log::warn!("single statements run on the blocking pool: {why}");
-    }
-    log::info!(
-        "wpds {} (contract {}) on {}; settings not at their default: {}",
-        env!("CARGO_PKG_VERSION"),
-        wpds_contract::document::parsed()["info"]["version"].as_str().unwrap_or("?"),
-        match db.engine() {
-            wpds_storage::Engine::Sqlite => "sqlite",
-            wpds_storage::Engine::Postgres => "postgres",
-        },
-        if settings.is_empty() { "none".to_owned() } else { settings.join(" ") }
-    );
-    let listener =
-        TcpListener::bind(config.bind).map_err(|e| format!("cannot listen on {}: {e}", config.bind))?;
-    let bound = listener.local_addr().map_err(|e| format!("cannot listen on {}: {e}", config.bind))?;
-    let address = browser_address(bound);
-    if config.demo {
-        let banner = Banner { json: config.log_format == wpds::logging::LogFormat::Json };
-        demo(&db, &config.tokens, &address, config.reset, &banner)?;
-    }
-    let shared_counters = db.engine() == wpds_storage::Engine::Postgres;
-    let mut state = AppState {
-        db: Arc::new(db),
-        lifetimes: config.tokens.lifetimes(),
-        limiter: Arc::new(RateLimiter::new(
-            config.rate_limit_per_minute,
-            shared_counters,
-            config.trusted_proxies.clone(),
-        )),
-        auth_cache: Arc::new(AuthCache::new(config.auth_cache_ttl())),
-        draining: Default::default(),
-        metrics: None,
-    };
-    let metrics_listener = match config.metrics_bind {
-        Some(bind) => {
-            let listener =
-                TcpListener::bind(bind).map_err(|e| format!("cannot listen for metrics on {bind}: {e}"))?;
-            let operations: Vec<(&'static str, &'static [u16])> =
-                wpds::operations::OPERATIONS.iter().map(|op| (op.id, op.statuses)).collect();
-            let metrics = Arc::new(wpds::metrics::Metrics::new(Arc::clone(&state.db), &operations));
-            let waits = Arc::clone(&metrics);
-            state.db.observe_pool_waits(Box::new(move |wait| waits.pool_wait.observe(wait.as_secs_f64())));
-            state.metrics = Some(Arc::clone(&metrics));
-            Some((metrics, listener))
-        }
-        None => None,
-    };
-    let engine = match state.db.engine() {
+fn serve(config: ServeConfig, settings: &[String]) -> Result<(), String> {
+    let engine = match config.database.db_config().engine() {
         wpds_storage::Engine::Sqlite => "sqlite",
         wpds_storage::Engine::Postgres => "postgres",
     };
+    log::info!(
+        "wpds {} (contract {}) on {engine}; settings not at their default: {}",
+        env!("CARGO_PKG_VERSION"),
+        wpds_contract::document::parsed()["info"]["version"].as_str().unwrap_or("?"),
+        if settings.is_empty() { "none".to_owned() } else { settings.join(" ") }
+    );
+    // Before the application is built: the SQLite writer's batch spans need the provider.
     if wpds::telemetry::init(config.otlp_endpoint.as_deref(), engine)? {
         log::info!("tracing: exporting spans with OTLP/HTTP");
     }
-    observe_writer(&state);
-    let draining = Arc::clone(&state.draining);
-    let drain = std::time::Duration::from_secs(config.drain_seconds);
-    let reaching = if waits { Some(reach_in_background(Arc::clone(&state.db), wait)?) } else { None };
-    let failed = |e: std::io::Error| format!("server failed: {e}");
     let outcome = actix_web::rt::System::new().block_on(async move {
-        let server = wpds::server::start(&config, state, listener).map_err(failed)?;
-        let api = server.handle();
-        let mut handles = vec![server.handle()];
-        if let Some((metrics, listener)) = metrics_listener {
-            let at = listener.local_addr().map_err(failed)?;
-            let metrics_server = wpds::server::start_metrics(metrics, listener).map_err(failed)?;
-            handles.push(metrics_server.handle());
-            actix_web::rt::spawn(metrics_server);
+        let app = Application::build(&config).await?;
+        let address = browser_address(app.address());
+        if let Some(loaded) = app.demo() {
+            let banner = Banner { json: config.log_format == wpds::logging::LogFormat::Json };
+            demo_banner(&app, loaded, &address, &banner)?;
+        }
+        if let Some(at) = app.metrics_address() {
             log::info!("metrics at http://{at}/metrics");
         }
-        actix_web::rt::spawn(wpds::server::stop_on_signal(handles, draining, drain));
-        log::info!("listening on {bound} (Swagger UI at http://{address}/docs/)");
-        let Some(reaching) = reaching else { return server.await.map_err(failed) };
-        let (why, server) = match futures_util::future::select(server, reaching).await {
-            futures_util::future::Either::Left((served, _)) => return served.map_err(failed),
-            futures_util::future::Either::Right((Ok(Ok(())), server)) => return server.await.map_err(failed),
-            futures_util::future::Either::Right((Ok(Err(why)), server)) => (why, server),
-            futures_util::future::Either::Right((Err(_), server)) => {
-                ("the thread that reaches the database ended without reaching it".to_owned(), server)
-            }
-        };
-        // The server's future runs its stop: dropped, the stop would never complete.
-        let stopped = api.stop(false);
-        let _ = server.await;
-        stopped.await;
-        Err(why)
+        let drain = std::time::Duration::from_secs(config.drain_seconds);
+        actix_web::rt::spawn(wpds::server::stop_on_signal(
+            app.handles(),
+            Arc::clone(&app.state().draining),
+            drain,
+        ));
+        log::info!("listening on {} (Swagger UI at http://{address}/docs/)", app.address());
+        app.run_until_stopped().await
     });
     wpds::telemetry::shutdown();
     outcome?;
     log::info!("stopped");
     Ok(())
-}
-
-/// Reaches PostgreSQL on a thread of its own, trying again for at most `wait`
-/// ([`Database::reach_within`]) while the server answers `/readyz` 503. The receiver gets
-/// `Ok` once the database was reached and migrated, else why the server must stop; a
-/// thread that ends without a word (it panicked) stops the server too.
-fn reach_in_background(
-    db: Arc<Database>,
-    wait: std::time::Duration,
-) -> Result<tokio::sync::oneshot::Receiver<Result<(), String>>, String> {
-    let (reached, receiver) = tokio::sync::oneshot::channel();
-    let reaching = move || {
-        let outcome = match db.reach_within(wait) {
-            Ok(applied) => {
-                log::info!("the database is reached; migrations applied: {}", applied.len());
-                Ok(())
-            }
-            Err(e) => Err(format!(
-                "the database was not reached within {} s of start-up (WPDS_DB_WAIT_SECONDS): {e}",
-                wait.as_secs()
-            )),
-        };
-        let _ = reached.send(outcome);
-    };
-    std::thread::Builder::new()
-        .name("wpds-db-start".to_owned())
-        .spawn(reaching)
-        .map_err(|e| format!("cannot start the thread that reaches the database: {e}"))?;
-    Ok(receiver)
 }
 
 /// `wpds healthcheck`: one `GET` over a plain TCP connection (the image has no curl),
@@ -356,22 +248,6 @@ fn healthcheck(args: &HealthcheckArgs) -> ExitCode {
     }
 }
 
-/// Has the SQLite writer report its committed batches to the metrics (their sizes) and to
-/// tracing (a span linking to the requests each batch carried), where those are on.
-fn observe_writer(state: &AppState) {
-    let Some(writer) = state.db.writer() else { return };
-    let metrics = state.metrics.clone();
-    if metrics.is_none() && !wpds::telemetry::enabled() {
-        return;
-    }
-    writer.observe_batches(Box::new(move |batch| {
-        if let Some(metrics) = &metrics {
-            metrics.batch_committed(batch.writes);
-        }
-        wpds::telemetry::record_batch(batch);
-    }));
-}
-
 /// How a person reaches `bound` from a browser on this machine: a loopback address is shown
 /// as `localhost`, the origin of the document's default server, so Swagger UI's "Try it
 /// out" stays same-origin.
@@ -402,58 +278,59 @@ impl Banner {
     }
 }
 
-/// Loads the demo workspace into an empty database (with `reset`, replaces whatever the
-/// demo left in it) and prints tokens to try it with: an access token of a member and of an
-/// administrator, and a refresh token of a login of its own, so that trying `refreshToken`
-/// (twice: the second answers 401 and revokes its login) never revokes the pasted tokens.
-fn demo(
-    db: &Database,
-    tokens: &TokenArgs,
+/// Prints what `--demo` did and tokens to try it with: an access token of a member and of
+/// an administrator, and a refresh token of a login of its own, so that trying
+/// `refreshToken` (twice: the second answers 401 and revokes its login) never revokes the
+/// pasted tokens.
+fn demo_banner(
+    app: &Application,
+    loaded: &demo::Loaded,
     address: &str,
-    reset: bool,
     banner: &Banner,
 ) -> Result<(), String> {
-    let conn = &mut db.conn().map_err(|e| e.to_string())?;
-    let empty = wpds_storage::workspaces::count(conn).map_err(|e| e.to_string())? == 0;
-    if reset || empty {
-        let report = if reset { seed::reload(conn, DEMO_FIXTURE) } else { seed::load(conn, DEMO_FIXTURE) }
-            .map_err(|e| format!("demo fixture: {e}"))?;
-        let (text, message) = if reset {
-            ("Reloaded the demo workspace (--reset)", "reloaded the demo workspace (--reset)")
-        } else {
-            ("Loaded the demo workspace", "loaded the demo workspace")
-        };
-        banner.say(&format!("{text}: {report}"), message, &[("inserted", report.inserted().into())]);
-    } else {
-        banner.say(
+    match loaded {
+        demo::Loaded::Loaded(report) => banner.say(
+            &format!("Loaded the demo workspace: {report}"),
+            "loaded the demo workspace",
+            &[("inserted", report.inserted().into())],
+        ),
+        demo::Loaded::Reloaded(report) => banner.say(
+            &format!("Reloaded the demo workspace (--reset): {report}"),
+            "reloaded the demo workspace (--reset)",
+            &[("inserted", report.inserted().into())],
+        ),
+        demo::Loaded::Kept => banner.say(
             "The database is not empty: the demo workspace was not loaded again (`--demo --reset` reloads it).",
             "the database is not empty: the demo workspace was not loaded again (--demo --reset reloads it)",
             &[],
-        );
+        ),
     }
-    let member = auth::issue(conn, DEMO_MEMBER, tokens.lifetimes()).map_err(|e| e.to_string())?;
-    let admin = auth::issue(conn, DEMO_ADMIN, tokens.lifetimes()).map_err(|e| e.to_string())?;
-    let refresh = auth::issue(conn, DEMO_MEMBER, tokens.lifetimes()).map_err(|e| e.to_string())?;
+    let state = app.state();
+    let conn = &mut state.db.conn().map_err(|e| e.to_string())?;
+    let mut issue = |user| auth::issue(conn, user, state.lifetimes).map_err(|e| e.to_string());
+    let member = issue(demo::MEMBER)?;
+    let admin = issue(demo::ADMIN)?;
+    let refresh = issue(demo::MEMBER)?;
     let docs = format!("http://{address}/docs/");
-    let member_id = DEMO_MEMBER.to_string();
-    let admin_id = DEMO_ADMIN.to_string();
+    let member_id = demo::MEMBER.to_string();
+    let admin_id = demo::ADMIN.to_string();
     banner.say(
         &format!("\nSwagger UI: {docs}  (click Authorize and paste a token)"),
         "Swagger UI",
         &[("url", docs.as_str().into())],
     );
     banner.say(
-        &format!("Access token of user {DEMO_MEMBER} (member of workspace 1): {}", member.access_token),
+        &format!("Access token of user {member_id} (member of workspace 1): {}", member.access_token),
         "access token of a member of workspace 1",
         &[("userId", member_id.as_str().into()), ("accessToken", member.access_token.as_str().into())],
     );
     banner.say(
-        &format!("Access token of user {DEMO_ADMIN} (platform administrator): {}", admin.access_token),
+        &format!("Access token of user {admin_id} (platform administrator): {}", admin.access_token),
         "access token of a platform administrator",
         &[("userId", admin_id.as_str().into()), ("accessToken", admin.access_token.as_str().into())],
     );
     banner.say(
-        &format!("Refresh token of user {DEMO_MEMBER}: {}", refresh.refresh_token),
+        &format!("Refresh token of user {member_id}: {}", refresh.refresh_token),
         "refresh token of a login of its own (spending it twice revokes only that login)",
         &[("userId", member_id.as_str().into()), ("refreshToken", refresh.refresh_token.as_str().into())],
     );

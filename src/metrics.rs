@@ -83,8 +83,16 @@ impl PerOperation {
     }
 }
 
-/// Every metric of the process, and the registry that serves them.
+/// The process's metrics: recorded and served when they are on (`WPDS_METRICS_BIND`), and a
+/// registry that records nothing when they are off, so every place that records calls it
+/// the same way either way.
 pub struct Metrics {
+    /// The handles and the registry, when the metrics are on.
+    on: Option<Box<Recorders>>,
+}
+
+/// Every metric of the process, and the registry that serves them.
+struct Recorders {
     registry: Registry,
     /// Per operation (in the order of the operation table), then `other` last.
     operations: Vec<PerOperation>,
@@ -96,7 +104,7 @@ pub struct Metrics {
     /// PostgreSQL's shared connections, when the database has them.
     shared: Option<SharedGauges>,
     /// Time to get a pooled connection.
-    pub pool_wait: Histogram,
+    pool_wait: Histogram,
     writer_queue: IntGauge,
     writer_batch_writes: Histogram,
     auth_cache: [IntCounter; 2],
@@ -121,11 +129,77 @@ fn registered<T: prometheus::core::Collector + Clone + 'static>(registry: &Regis
 }
 
 impl Metrics {
+    /// Metrics that record nothing and serve nothing (`WPDS_METRICS_BIND` unset).
+    pub fn off() -> Self {
+        Metrics { on: None }
+    }
+
     /// The metrics of a server over `db` answering `operations` (their `operationId` and
     /// the statuses the document declares for each, in the order of the operation table);
     /// registers the build info and the process collector (the SQLite writer's batches are
-    /// reported through [`Metrics::batch_committed`]).
+    /// reported through [`Metrics::batch_committed`], the pool's waits through
+    /// [`Metrics::pool_waited`]).
     pub fn new(db: Arc<Database>, operations: &[(&'static str, &'static [u16])]) -> Self {
+        Metrics { on: Some(Box::new(Recorders::new(db, operations))) }
+    }
+
+    /// Whether the metrics are recorded (and served).
+    pub fn is_on(&self) -> bool {
+        self.on.is_some()
+    }
+
+    /// Calls `record` with the recorders, when the metrics are on.
+    fn record(&self, record: impl FnOnce(&Recorders)) {
+        if let Some(on) = &self.on {
+            record(on);
+        }
+    }
+
+    /// The SQLite writer committed a batch of `writes`.
+    pub fn batch_committed(&self, writes: usize) {
+        self.record(|on| on.writer_batch_writes.observe(writes as f64));
+    }
+
+    /// A connection came from the pool after `wait`.
+    pub fn pool_waited(&self, wait: Duration) {
+        self.record(|on| on.pool_wait.observe(wait.as_secs_f64()));
+    }
+
+    /// A request began.
+    pub fn started(&self) {
+        self.record(|on| on.in_flight.inc());
+    }
+
+    /// A request of operation `index` (its place in the operation table; `None` for one
+    /// that is not an operation) answered `status` after `elapsed`.
+    pub fn answered(&self, index: Option<usize>, status: u16, elapsed: Duration) {
+        self.record(|on| on.answered(index, status, elapsed));
+    }
+
+    /// An authentication cache lookup found its answer (`hit`) or not.
+    pub fn auth_cache_lookup(&self, hit: bool) {
+        self.record(|on| on.auth_cache[usize::from(!hit)].inc());
+    }
+
+    /// A request was refused with 429; `per_user` when it counted against its user.
+    pub fn rate_limited(&self, per_user: bool) {
+        self.record(|on| on.refusals[usize::from(!per_user)].inc());
+    }
+
+    /// A request answered 503 for `cause`.
+    pub fn unavailable(&self, cause: UnavailableCause) {
+        self.record(|on| on.unavailable[cause as usize].inc());
+    }
+
+    /// Every metric in Prometheus's text format, the gauges read now; empty when the
+    /// metrics are off.
+    pub fn render(&self) -> String {
+        self.on.as_ref().map(|on| on.render()).unwrap_or_default()
+    }
+}
+
+impl Recorders {
+    fn new(db: Arc<Database>, operations: &[(&'static str, &'static [u16])]) -> Self {
         let registry = Registry::new();
         let requests = registered(
             &registry,
@@ -276,7 +350,7 @@ impl Metrics {
         build_info.with_label_values(&[env!("CARGO_PKG_VERSION"), contract, engine]).set(1);
         let _ = registry.register(Box::new(prometheus::process_collector::ProcessCollector::for_self()));
         let pair = |v: Vec<IntCounter>| -> [IntCounter; 2] { v.try_into().expect("two values") };
-        Metrics {
+        Recorders {
             registry,
             operations,
             requests,
@@ -296,19 +370,7 @@ impl Metrics {
         }
     }
 
-    /// The SQLite writer committed a batch of `writes`.
-    pub fn batch_committed(&self, writes: usize) {
-        self.writer_batch_writes.observe(writes as f64);
-    }
-
-    /// A request began.
-    pub fn started(&self) {
-        self.in_flight.inc();
-    }
-
-    /// A request of operation `index` (its place in the operation table; `None` for one
-    /// that is not an operation) answered `status` after `elapsed`.
-    pub fn answered(&self, index: Option<usize>, status: u16, elapsed: Duration) {
+    fn answered(&self, index: Option<usize>, status: u16, elapsed: Duration) {
         self.in_flight.dec();
         let per = index.and_then(|i| self.operations.get(i)).or_else(|| self.operations.last());
         let class = usize::from(status / 100).clamp(1, 5) - 1;
@@ -326,23 +388,7 @@ impl Metrics {
         }
     }
 
-    /// An authentication cache lookup found its answer (`hit`) or not.
-    pub fn auth_cache_lookup(&self, hit: bool) {
-        self.auth_cache[usize::from(!hit)].inc();
-    }
-
-    /// A request was refused with 429; `per_user` when it counted against its user.
-    pub fn rate_limited(&self, per_user: bool) {
-        self.refusals[usize::from(!per_user)].inc();
-    }
-
-    /// A request answered 503 for `cause`.
-    pub fn unavailable(&self, cause: UnavailableCause) {
-        self.unavailable[cause as usize].inc();
-    }
-
-    /// Every metric in Prometheus's text format, the gauges read now.
-    pub fn render(&self) -> String {
+    fn render(&self) -> String {
         let (open, idle, most) = self.db.pool_state();
         self.pool_connections.with_label_values(&["idle"]).set(i64::from(idle));
         self.pool_connections.with_label_values(&["in_use"]).set(i64::from(open.saturating_sub(idle)));

@@ -27,8 +27,8 @@ pub struct AppState {
     /// Set once the server was told to stop: it is draining, and readiness answers 503 so
     /// load balancers take it out while it still serves (see [`crate::server::stop_on_signal`]).
     pub draining: Arc<std::sync::atomic::AtomicBool>,
-    /// The Prometheus metrics, when they are served (`WPDS_METRICS_BIND`).
-    pub metrics: Option<Arc<crate::metrics::Metrics>>,
+    /// The Prometheus metrics (recording nothing unless `WPDS_METRICS_BIND` serves them).
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl AppState {

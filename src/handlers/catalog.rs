@@ -1,28 +1,29 @@
 //! Catalog bulk edits (`bulkEditCatalogFamilies`).
 
-use super::record_id;
+use super::Service;
 use crate::error::ApiError;
-use crate::operations::{BulkEditCatalogFamiliesResponse, RequestContext};
-use crate::state::AppState;
+use crate::operations::{BulkEditCatalogFamiliesResponse, CatalogApi, RequestContext};
 use wpds_contract::types::*;
 use wpds_storage::catalog;
 use wpds_storage::ids::SentId;
 
-/// Sets one text field on up to 500 catalog families of the workspace, all or nothing.
-pub async fn bulk_edit_catalog_families(
-    state: &AppState,
-    ctx: RequestContext,
-    path: BulkEditCatalogFamiliesPath,
-    body: CatalogBulkEditRequest,
-) -> Result<BulkEditCatalogFamiliesResponse, ApiError> {
-    let workspace_id = record_id(&path.workspace_id, "workspace")?;
-    let change = catalog::FamilyFieldChange {
-        targets: body.targets.into_iter().map(target).collect(),
-        field_key: body.field_key,
-        value: body.value,
-    };
-    let result = state.write(&ctx.budget, catalog::bulk_edit(workspace_id, change)).await?;
-    Ok(BulkEditCatalogFamiliesResponse::Ok(result))
+impl CatalogApi for Service {
+    /// Sets one text field on up to 500 catalog families of the workspace, all or nothing.
+    async fn bulk_edit_catalog_families(
+        &self,
+        ctx: RequestContext,
+        path: BulkEditCatalogFamiliesPath,
+        body: CatalogBulkEditRequest,
+    ) -> Result<BulkEditCatalogFamiliesResponse, ApiError> {
+        let workspace_id = ctx.workspace_id(&path.workspace_id)?;
+        let change = catalog::FamilyFieldChange {
+            targets: body.targets.into_iter().map(target).collect(),
+            field_key: body.field_key,
+            value: body.value,
+        };
+        let result = self.state.write(&ctx.budget, catalog::bulk_edit(workspace_id, change)).await?;
+        Ok(BulkEditCatalogFamiliesResponse::Ok(result))
+    }
 }
 
 /// One target of the request, its ids parsed.

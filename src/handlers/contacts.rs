@@ -1,27 +1,28 @@
 //! Company links (`createCompanyLink`): the rules live in [`wpds_storage::contacts`].
 
-use super::record_id;
+use super::Service;
 use crate::error::ApiError;
-use crate::operations::{CreateCompanyLinkResponse, RequestContext};
-use crate::state::AppState;
+use crate::operations::{ContactsApi, CreateCompanyLinkResponse, RequestContext};
 use wpds_contract::types::*;
 use wpds_storage::contacts;
 use wpds_storage::ids::SentId;
 
-/// `create_company_link`: 201 with the new link.
-pub async fn create_company_link(
-    state: &AppState,
-    ctx: RequestContext,
-    path: CreateCompanyLinkPath,
-    body: CreateCompanyLinkRequest,
-) -> Result<CreateCompanyLinkResponse, ApiError> {
-    let new = contacts::NewCompanyLink {
-        workspace_id: record_id(&path.workspace_id, "workspace")?,
-        main_company_id: SentId::parse(body.main_company_id),
-        rep_company_id: SentId::parse(body.rep_company_id),
-        main_person_id: body.main_person_id.map(SentId::parse),
-        rep_person_id: body.rep_person_id.map(SentId::parse),
-    };
-    let link = state.write(&ctx.budget, contacts::create_link(new)).await?;
-    Ok(CreateCompanyLinkResponse::Created(link))
+impl ContactsApi for Service {
+    /// `create_company_link`: 201 with the new link.
+    async fn create_company_link(
+        &self,
+        ctx: RequestContext,
+        path: CreateCompanyLinkPath,
+        body: CreateCompanyLinkRequest,
+    ) -> Result<CreateCompanyLinkResponse, ApiError> {
+        let new = contacts::NewCompanyLink {
+            workspace_id: ctx.workspace_id(&path.workspace_id)?,
+            main_company_id: SentId::parse(body.main_company_id),
+            rep_company_id: SentId::parse(body.rep_company_id),
+            main_person_id: body.main_person_id.map(SentId::parse),
+            rep_person_id: body.rep_person_id.map(SentId::parse),
+        };
+        let link = self.state.write(&ctx.budget, contacts::create_link(new)).await?;
+        Ok(CreateCompanyLinkResponse::Created(link))
+    }
 }

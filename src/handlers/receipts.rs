@@ -1,41 +1,43 @@
 //! Commercial sync receipts (`listCommercialReceipts`): the listing and its cursors live in
 //! [`wpds_storage::receipts`]; a cursor this server did not issue for the listing is 400.
 
-use super::record_id;
+use super::{Service, record_id};
 use crate::error::ApiError;
-use crate::operations::{ListCommercialReceiptsResponse, RequestContext};
-use crate::state::AppState;
+use crate::operations::{ListCommercialReceiptsResponse, RequestContext, SyncUpdatesApi};
 use wpds_contract::types::*;
 use wpds_storage::receipts;
 
 /// The page size when the request names none.
 const DEFAULT_LIMIT: i64 = 25;
 
-/// `list_commercial_receipts`: 200 with one page.
-pub async fn list_commercial_receipts(
-    state: &AppState,
-    ctx: RequestContext,
-    path: ListCommercialReceiptsPath,
-    query: ListCommercialReceiptsQuery,
-) -> Result<ListCommercialReceiptsResponse, ApiError> {
-    let listing = receipts::Listing {
-        workspace_id: record_id(&path.workspace_id, "workspace")?,
-        project_id: record_id(&path.project_id, "project")?,
-        outcome: query.outcome.map(|o| o.as_str().to_owned()),
-        limit: query.limit.unwrap_or(DEFAULT_LIMIT),
-        cursor: query.cursor,
-    };
-    let page =
-        state.read(&ctx.budget, receipts::list(listing)).await?.map_err(|receipts::ForeignCursor| {
-            ApiError::Validation(
-                vec![ProblemError::new(
-                    ProblemErrorIn::Query,
-                    "cursor",
-                    "format",
-                    "not a cursor this server issued for this listing",
-                )]
-                .into(),
-            )
-        })?;
-    Ok(ListCommercialReceiptsResponse::Ok(page))
+impl SyncUpdatesApi for Service {
+    /// `list_commercial_receipts`: 200 with one page.
+    async fn list_commercial_receipts(
+        &self,
+        ctx: RequestContext,
+        path: ListCommercialReceiptsPath,
+        query: ListCommercialReceiptsQuery,
+    ) -> Result<ListCommercialReceiptsResponse, ApiError> {
+        let listing = receipts::Listing {
+            workspace_id: ctx.workspace_id(&path.workspace_id)?,
+            project_id: record_id(&path.project_id, "project")?,
+            outcome: query.outcome.map(|o| o.as_str().to_owned()),
+            limit: query.limit.unwrap_or(DEFAULT_LIMIT),
+            cursor: query.cursor,
+        };
+        let page = self.state.read(&ctx.budget, receipts::list(listing)).await?.map_err(
+            |receipts::ForeignCursor| {
+                ApiError::Validation(
+                    vec![ProblemError::new(
+                        ProblemErrorIn::Query,
+                        "cursor",
+                        "format",
+                        "not a cursor this server issued for this listing",
+                    )]
+                    .into(),
+                )
+            },
+        )?;
+        Ok(ListCommercialReceiptsResponse::Ok(page))
+    }
 }

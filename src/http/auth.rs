@@ -16,61 +16,96 @@
 
 use crate::error::ApiError;
 use crate::http::operation::{Access, Operation};
-use crate::rate_limit::{Count, Subject};
+use crate::rate_limit::{Count, Standing, Subject};
 use crate::state::AppState;
+use actix_web::HttpRequest;
 use actix_web::http::header::AUTHORIZATION;
-use actix_web::{HttpMessage, HttpRequest};
 use wpds_storage::Budget;
 use wpds_storage::auth::Caller;
 
-/// Authenticates and authorises `req` for `op`; `None` for an unsecured operation.
-/// `check_path` runs between the two, as the contract's precedence has it: 401 (and 429),
-/// then 400 for a path parameter that breaks its schema, then 403.
+/// What the 401, 429 and 403 steps found of a request they let through.
+#[derive(Debug)]
+pub struct Checked {
+    /// The caller; `None` for an unsecured operation.
+    pub caller: Option<Caller>,
+    /// The standing of the rate limit the request counted against, for the answer's
+    /// `RateLimit` fields; `None` when limiting is off.
+    pub standing: Option<Standing>,
+}
+
+/// A request the 401, 429 and 403 steps (or the path check between them) refused.
+#[derive(Debug)]
+pub struct Refused {
+    /// Why.
+    pub error: ApiError,
+    /// The standing of the rate limit the request counted against before it was refused,
+    /// for the answer's `RateLimit` fields.
+    pub standing: Option<Standing>,
+}
+
+impl From<ApiError> for Refused {
+    fn from(error: ApiError) -> Self {
+        Refused { error, standing: None }
+    }
+}
+
+/// Authenticates and authorises `req` for `op`. `workspace_id` is the id the path's
+/// `workspaceId` names (`None`: none, or one that names no record, which is "not a
+/// member"). `check_path` runs between the two, as the contract's precedence has it: 401
+/// (and 429), then 400 for a path parameter that breaks its schema, then 403.
 pub async fn check(
     op: &Operation,
     req: &HttpRequest,
     state: &AppState,
     budget: &Budget,
+    workspace_id: Option<i64>,
     check_path: impl FnOnce() -> Result<(), ApiError>,
-) -> Result<Option<Caller>, ApiError> {
+) -> Result<Checked, Refused> {
     if !op.secured() {
-        limit_address(req, state, budget).await?;
-        return Ok(None);
+        let standing = limit_address(req, state, budget).await?;
+        return Ok(Checked { caller: None, standing });
     }
     let caller = match authenticate(req, state, budget).await {
         Ok(caller) => caller,
         Err(unauthenticated) => {
-            limit_address(req, state, budget).await?;
-            return Err(unauthenticated);
+            let standing = limit_address(req, state, budget).await?;
+            return Err(Refused { error: unauthenticated, standing });
         }
     };
-    limit(req, state, budget, Subject::User(caller.user_id)).await?;
-    check_path()?;
+    let standing = limit(state, budget, Subject::User(caller.user_id)).await?;
+    let refused = |error| Refused { error, standing: standing.clone() };
+    check_path().map_err(refused)?;
     match op.access {
         Access::PlatformAdmin if !caller.is_platform_admin => {
-            return Err(ApiError::Forbidden("This operation is for platform administrators.".to_owned()));
+            return Err(refused(ApiError::Forbidden(
+                "This operation is for platform administrators.".to_owned(),
+            )));
         }
         Access::WorkspaceMember => {
-            // The generator refuses a workspace-member operation without this parameter.
-            let workspace = req.match_info().get("workspaceId").unwrap_or_default();
-            let denied = || ApiError::Forbidden(format!("You are not a member of workspace {workspace}."));
-            let Some(workspace_id) = wpds_storage::ids::parse(workspace) else { return Err(denied()) };
-            if !is_member(state, budget, workspace_id, caller.user_id).await? {
-                return Err(denied());
+            let member = match workspace_id {
+                Some(workspace_id) => {
+                    is_member(state, budget, workspace_id, caller.user_id).await.map_err(refused)?
+                }
+                None => false,
+            };
+            if !member {
+                // The generator refuses a workspace-member operation without this parameter.
+                let workspace = req.match_info().get("workspaceId").unwrap_or_default();
+                return Err(refused(ApiError::Forbidden(format!(
+                    "You are not a member of workspace {workspace}."
+                ))));
             }
         }
         Access::PlatformAdmin | Access::Public => {}
     }
-    Ok(Some(caller))
+    Ok(Checked { caller: Some(caller), standing })
 }
 
 /// The caller the request's bearer token names, from the cache when it knows.
 async fn authenticate(req: &HttpRequest, state: &AppState, budget: &Budget) -> Result<Caller, ApiError> {
     let token = bearer_token(req)?;
     let cached = state.auth_cache.caller(&token);
-    if let Some(metrics) = &state.metrics {
-        metrics.auth_cache_lookup(cached.is_some());
-    }
+    state.metrics.auth_cache_lookup(cached.is_some());
     if let Some(caller) = cached {
         return Ok(caller);
     }
@@ -84,25 +119,24 @@ async fn authenticate(req: &HttpRequest, state: &AppState, budget: &Budget) -> R
 
 /// Counts the request against its client address (refresh, and requests without a usable
 /// token).
-async fn limit_address(req: &HttpRequest, state: &AppState, budget: &Budget) -> Result<(), ApiError> {
-    let Some(peer) = req.peer_addr() else {
-        return Ok(());
-    };
-    let address = state.limiter.client_address(peer.ip(), req.headers());
-    limit(req, state, budget, Subject::Address(address)).await
-}
-
-/// Counts the request against `subject`: 429 beyond the limit. The standing goes into the
-/// request's extensions, for the answer's `RateLimit` fields. When the shared counters
-/// cannot be reached the request goes through, logged.
-async fn limit(
+async fn limit_address(
     req: &HttpRequest,
     state: &AppState,
     budget: &Budget,
-    subject: Subject,
-) -> Result<(), ApiError> {
+) -> Result<Option<Standing>, Refused> {
+    let Some(peer) = req.peer_addr() else {
+        return Ok(None);
+    };
+    let address = state.limiter.client_address(peer.ip(), req.headers());
+    limit(state, budget, Subject::Address(address)).await
+}
+
+/// Counts the request against `subject`: its standing (`None` when limiting is off), or
+/// 429 beyond the limit. When the shared counters cannot be reached the request goes
+/// through, logged.
+async fn limit(state: &AppState, budget: &Budget, subject: Subject) -> Result<Option<Standing>, Refused> {
     let standing = match state.limiter.prepare(&subject) {
-        Count::Off => return Ok(()),
+        Count::Off => return Ok(None),
         Count::Known(standing) => standing,
         Count::Shared { key, window_start, sweep_before } => {
             let counted =
@@ -113,20 +147,16 @@ async fn limit(
                     log::warn!(
                         "rate limiter: the shared counters cannot be reached ({e:?}); letting the request through"
                     );
-                    return Ok(());
+                    return Ok(None);
                 }
             }
         }
     };
-    let exceeded = standing.exceeded().then_some(standing.reset);
-    if let (Some(_), Some(metrics)) = (exceeded, &state.metrics) {
-        metrics.rate_limited(matches!(subject, Subject::User(_)));
+    if standing.exceeded() {
+        state.metrics.rate_limited(matches!(subject, Subject::User(_)));
+        return Err(Refused { error: ApiError::RateLimited(standing.reset), standing: Some(standing) });
     }
-    req.extensions_mut().insert(standing);
-    match exceeded {
-        Some(reset) => Err(ApiError::RateLimited(reset)),
-        None => Ok(()),
-    }
+    Ok(Some(standing))
 }
 
 /// Whether `user_id` belongs to `workspace_id`, from the cache when it knows.
@@ -137,9 +167,7 @@ async fn is_member(
     user_id: i64,
 ) -> Result<bool, ApiError> {
     let cached = state.auth_cache.membership(workspace_id, user_id);
-    if let Some(metrics) = &state.metrics {
-        metrics.auth_cache_lookup(cached.is_some());
-    }
+    state.metrics.auth_cache_lookup(cached.is_some());
     if let Some(member) = cached {
         return Ok(member);
     }

@@ -20,8 +20,10 @@
 //! A panic anywhere in a handler is caught, logged and answered as 500 `internal`.
 
 use crate::error::ApiError;
+use crate::http::auth::{self, Checked, Refused};
 use crate::http::operation::{Operation, RequestContext, Respond};
-use crate::http::{access_log, auth, body, problem, request_id};
+use crate::http::{access_log, body, problem, request_id};
+use crate::rate_limit::Standing;
 use crate::state::AppState;
 use crate::telemetry;
 use actix_web::http::StatusCode;
@@ -100,50 +102,50 @@ where
     // handler's, the database call's), several kilobytes that each wrapper below and
     // actix-web's own boxing would otherwise copy again on every request.
     let pipeline = Box::pin(run(op, &req, payload, handler));
-    let outcome = AssertUnwindSafe(pipeline).catch_unwind().await;
-    let mut response = match outcome {
-        Ok(Ok(response)) => response,
-        Ok(Err(error)) => problem::respond(&req, error),
+    let (mut response, standing) = match AssertUnwindSafe(pipeline).catch_unwind().await {
+        Ok(Answered { standing, outcome: Ok(response) }) => (response, standing),
+        Ok(Answered { standing, outcome: Err(error) }) => (problem::respond(&req, error), standing),
         Err(panic) => {
             let what = panic
                 .downcast_ref::<&str>()
                 .map(|s| (*s).to_owned())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".to_owned());
-            problem::respond(&req, ApiError::Internal(format!("{} panicked: {what}", op.id)))
+            (problem::respond(&req, ApiError::Internal(format!("{} panicked: {what}", op.id))), None)
         }
     };
     if body::closes_connection(&req) {
         response.head_mut().set_connection_type(actix_web::http::ConnectionType::Close);
     }
     // The caller's rate-limit standing, on every answer of a limited operation.
-    if let Some(standing) = req.extensions().get::<crate::rate_limit::Standing>() {
-        for (name, value) in standing.headers() {
-            if let Ok(value) = actix_web::http::header::HeaderValue::from_str(&value) {
-                response.headers_mut().insert(header::HeaderName::from_static(name), value);
-            }
+    for (name, value) in standing.iter().flat_map(Standing::headers) {
+        if let Ok(value) = header::HeaderValue::from_str(&value) {
+            response.headers_mut().insert(header::HeaderName::from_static(name), value);
         }
     }
     response
 }
 
-async fn run<F, Fut, R>(
-    op: &'static Operation,
-    req: &HttpRequest,
-    payload: Payload,
-    handler: F,
-) -> Result<HttpResponse, ApiError>
+/// What the pipeline answered, and the standing of the rate limit the request counted
+/// against (for the answer's `RateLimit` fields, whatever the answer).
+struct Answered {
+    standing: Option<Standing>,
+    outcome: Result<HttpResponse, ApiError>,
+}
+
+/// The pipeline: the 401, 429, 400 (path) and 403 steps, then [`serve`].
+async fn run<F, Fut, R>(op: &'static Operation, req: &HttpRequest, payload: Payload, handler: F) -> Answered
 where
     F: FnOnce(RequestContext, Input) -> Fut,
     Fut: Future<Output = Result<R, ApiError>>,
     R: Respond,
 {
-    let state = req
-        .app_data::<Data<AppState>>()
-        .ok_or_else(|| ApiError::Internal("the application state is not registered".to_owned()))?;
-    let contract = req
-        .app_data::<Data<Contract>>()
-        .ok_or_else(|| ApiError::Internal("the contract is not registered".to_owned()))?;
+    let registered = req.app_data::<Data<AppState>>().zip(req.app_data::<Data<Contract>>());
+    let Some((state, contract)) = registered else {
+        let missing =
+            ApiError::Internal("the application state or the contract is not registered".to_owned());
+        return Answered { standing: None, outcome: Err(missing) };
+    };
     req.extensions_mut().insert(access_log::Routed(op));
     let path: Vec<(&str, &str)> = req.match_info().iter().collect();
     // Checked once: before authorisation for a secured operation, else with the rest.
@@ -154,12 +156,46 @@ where
     };
     // The request's time for the database, for authentication, membership and its work.
     let budget = state.budget();
-    let caller =
-        telemetry::in_span("authentication", auth::check(op, req, state, &budget, check_path)).await?;
+    // Parsed once: the membership check and the handler both read it.
+    let workspace_id = req.match_info().get("workspaceId").and_then(wpds_storage::ids::parse);
+    let checked = auth::check(op, req, state, &budget, workspace_id, check_path);
+    let Checked { caller, standing } = match telemetry::in_span("authentication", checked).await {
+        Ok(checked) => checked,
+        Err(Refused { error, standing }) => return Answered { standing, outcome: Err(error) },
+    };
     if let Some(caller) = &caller {
         req.extensions_mut().insert(access_log::UserId(caller.user_id));
     }
-    let ctx = RequestContext { request_id: request_id::of(req), caller, budget };
+    let ctx = RequestContext { request_id: request_id::of(req), caller, budget, workspace_id };
+    let checks = Checks { contract, path: &path, path_checked: path_checked.get() };
+    Answered { standing, outcome: serve(op, req, payload, checks, ctx, handler).await }
+}
+
+/// What [`serve`] needs of the contract's checks.
+struct Checks<'a> {
+    contract: &'a Contract,
+    /// The path's parameters, as routed.
+    path: &'a [(&'a str, &'a str)],
+    /// Whether they were checked already (before authorisation).
+    path_checked: bool,
+}
+
+/// The steps after authorisation: 406, the body (413, 415, 408), 400 for what breaks the
+/// document's schemas, 422 for U+0000, then the handler and its answer.
+async fn serve<F, Fut, R>(
+    op: &'static Operation,
+    req: &HttpRequest,
+    payload: Payload,
+    checks: Checks<'_>,
+    ctx: RequestContext,
+    handler: F,
+) -> Result<HttpResponse, ApiError>
+where
+    F: FnOnce(RequestContext, Input) -> Fut,
+    Fut: Future<Output = Result<R, ApiError>>,
+    R: Respond,
+{
+    let Checks { contract, path, path_checked } = checks;
     negotiate(req)?;
     // Held until the answer is ready: the parsed body and the checks' output grow with it.
     let mut _memory = None;
@@ -171,21 +207,17 @@ where
         None
     };
     let raw = RawRequest {
-        path: &path,
+        path,
         query: req.query_string(),
         headers: &RequestHeaders(req.headers()),
         body: body.as_deref(),
     };
     let valid = telemetry::in_span("validation", async {
-        if path_checked.get() {
-            contract.validate_after_path(op.id, raw)
-        } else {
-            contract.validate(op.id, raw)
-        }
+        if path_checked { contract.validate_after_path(op.id, raw) } else { contract.validate(op.id, raw) }
     })
     .await
     .map_err(ApiError::Validation)?;
-    if op.statuses.contains(&422) && may_hold_nul(body.as_deref(), req.query_string(), &path) {
+    if op.statuses.contains(&422) && may_hold_nul(body.as_deref(), req.query_string(), path) {
         let nul = nul_characters(&valid);
         if !nul.is_empty() {
             return Err(ApiError::Unprocessable {

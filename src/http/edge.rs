@@ -24,8 +24,8 @@ pub struct Edge {
     pub compress: bool,
     /// Whether access lines are written (the log filter lets them through).
     pub access_log: bool,
-    /// The request metrics, when they are served.
-    pub metrics: Option<std::sync::Arc<crate::metrics::Metrics>>,
+    /// The request metrics.
+    pub metrics: std::sync::Arc<crate::metrics::Metrics>,
     /// Set once the server was told to stop ([`crate::state::AppState::draining`]): from
     /// then on every answer carries `Connection: close` and ends its connection, so a
     /// keep-alive client (a load balancer's pooled connection) opens its next one, which the
@@ -43,9 +43,7 @@ impl Edge {
         next: Next<impl MessageBody + 'static>,
     ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
         let started = std::time::Instant::now();
-        if let Some(metrics) = &self.metrics {
-            metrics.started();
-        }
+        self.metrics.started();
         let incoming = telemetry::incoming(req.headers());
         let method = req.method().clone();
         let span = telemetry::server_span(&method, incoming.as_ref());
@@ -61,16 +59,12 @@ impl Edge {
             }
             None => next.call(req).await,
         };
-        if span.is_some() || self.metrics.is_some() {
-            let answer = Answer::of(&answered);
-            if let Some(span) = &span {
-                let foreign = trace.as_ref().is_some_and(|(trace_id, _)| *trace_id != id);
-                answer.end_span(span, &method, foreign.then_some(id.as_str()));
-            }
-            if let Some(metrics) = &self.metrics {
-                metrics.answered(answer.operation.map(|op| op.index), answer.status, started.elapsed());
-            }
+        let answer = Answer::of(&answered);
+        if let Some(span) = &span {
+            let foreign = trace.as_ref().is_some_and(|(trace_id, _)| *trace_id != id);
+            answer.end_span(span, &method, foreign.then_some(id.as_str()));
         }
+        self.metrics.answered(answer.operation.map(|op| op.index), answer.status, started.elapsed());
         let mut response = problem::shape_bare_error(answered?.map_into_boxed_body());
         let headers = response.headers_mut();
         request_id::set_header(headers, &id);

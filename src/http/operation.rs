@@ -62,6 +62,9 @@ pub struct RequestContext {
     /// What is left of the request's time for the database, for the handler's
     /// [`crate::state::AppState::read`] and [`crate::state::AppState::write`].
     pub budget: wpds_storage::Budget,
+    /// The id the path's `workspaceId` names, parsed once for the whole request (the
+    /// membership check reads it too); `None` when there is none or it names no record.
+    pub workspace_id: Option<i64>,
 }
 
 impl RequestContext {
@@ -70,6 +73,12 @@ impl RequestContext {
         self.caller
             .as_ref()
             .ok_or_else(|| ApiError::Internal("a secured operation ran without a caller".to_owned()))
+    }
+
+    /// The workspace the path names; 404 naming `segment` (the path's `workspaceId` as
+    /// sent) when it cannot name one.
+    pub fn workspace_id(&self, segment: &str) -> Result<i64, ApiError> {
+        self.workspace_id.ok_or_else(|| ApiError::NotFound(format!("No workspace {segment} here.")))
     }
 }
 

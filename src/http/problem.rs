@@ -123,7 +123,7 @@ pub fn respond(req: &HttpRequest, error: ApiError) -> HttpResponse {
     }
 }
 
-/// Counts a 503 by its cause, when metrics are served.
+/// Counts a 503 by its cause.
 fn count_unavailable(req: &HttpRequest, error: &ApiError) {
     use crate::metrics::UnavailableCause;
     let cause = match error {
@@ -132,8 +132,8 @@ fn count_unavailable(req: &HttpRequest, error: &ApiError) {
         ApiError::Draining => UnavailableCause::Draining,
         _ => return,
     };
-    if let Some(metrics) = req.app_data::<actix_web::web::Data<AppState>>().and_then(|s| s.metrics.as_ref()) {
-        metrics.unavailable(cause);
+    if let Some(state) = req.app_data::<actix_web::web::Data<AppState>>() {
+        state.metrics.unavailable(cause);
     }
 }
 

@@ -1,21 +1,21 @@
 //! Test support: `spawn_app()` and an HTTP client whose every response is checked against
 //! the contract.
 //!
-//! Each test gets its own database, migrated and loaded with the demo fixture: a fresh
-//! SQLite file by default, or a fresh PostgreSQL database (dropped afterwards) when
-//! `TEST_DATABASE_URL` names a PostgreSQL server.
+//! Each test gets the application `wpds serve` runs, built by the same function
+//! ([`Application::build`]) with every default but the few an [`Options`] sets, on its own
+//! database holding the demo fixture: a fresh SQLite file by default, or a fresh PostgreSQL
+//! database (dropped afterwards) when `TEST_DATABASE_URL` names a PostgreSQL server.
 
 use crate::database::TestDatabase;
 use diesel::Connection;
 use diesel::connection::SimpleConnection;
 use serde_json::Value;
-use std::net::TcpListener;
 use std::sync::{Arc, OnceLock};
+use wpds::app::Application;
 use wpds::config::ServeConfig;
-use wpds::state::AppState;
 use wpds_contract::responses::ResponseChecker;
+use wpds_storage::Database;
 use wpds_storage::auth::{IssuedPair, TokenLifetimes};
-use wpds_storage::{Database, DbConfig};
 
 /// The demo fixture every test database starts from.
 pub const FIXTURE: &str = include_str!("../../fixtures/demo.json");
@@ -68,6 +68,8 @@ pub struct TestApp {
     pub database_url: String,
     /// The database the server uses.
     pub db: Arc<Database>,
+    /// The token lifetimes the server issues with.
+    pub lifetimes: TokenLifetimes,
     /// The administrator's access token, sent by default.
     pub token: String,
     agent: ureq::Agent,
@@ -82,57 +84,44 @@ impl Drop for TestApp {
     }
 }
 
-/// Starts the real application on a random port, in its own thread and actix system, on a
-/// fresh database loaded with the demo fixture.
+/// Starts the application as `wpds serve` does ([`Application::build`]) on a random port, in
+/// its own thread and actix system, on a fresh database holding the demo fixture.
 pub fn spawn_app() -> TestApp {
     spawn_app_with(Options::default())
 }
 
 /// [`spawn_app`] with non-default settings.
 pub fn spawn_app_with(options: Options) -> TestApp {
-    let database = TestDatabase::fresh();
-    let url = database.url.clone();
-    let db = Database::open(&DbConfig {
-        url: url.clone(),
-        pool_size: 4,
-        timeout: options.db_timeout,
-        sqlite_synchronous: Default::default(),
-        pooler: crate::database::pooler(),
-    })
-    .expect("the test database opens");
-    wpds_storage::seed::load(&mut db.conn().expect("a connection"), FIXTURE).expect("the demo fixture loads");
-    let db = Arc::new(db);
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a random port");
-    let address = listener.local_addr().expect("a bound address");
-    let mut config = ServeConfig::for_address(address, &url);
-    config.body_timeout_ms = u64::try_from(options.body_timeout.as_millis()).unwrap_or(u64::MAX);
-    config.body_memory_mib = options.body_memory_mib;
-    config.compression = options.compression;
-    config.cors_origins = options.cors_origins.clone();
-    if let Some(ttl) = options.auth_cache_ttl {
-        config.auth_cache_ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
-    }
-    let state = AppState {
-        db: Arc::clone(&db),
-        lifetimes: TokenLifetimes::default(),
-        limiter: Arc::new(wpds::rate_limit::RateLimiter::new(
-            options.rate_limit_per_minute,
-            db.engine() == wpds_storage::Engine::Postgres,
-            Vec::new(),
-        )),
-        auth_cache: Arc::new(wpds::auth_cache::AuthCache::new(config.auth_cache_ttl())),
-        draining: Default::default(),
-        metrics: None,
+    let database = TestDatabase::demo();
+    let defaults = ServeConfig::default();
+    let mut config = ServeConfig {
+        bind: "127.0.0.1:0".parse().expect("a loopback address"),
+        rate_limit_per_minute: options.rate_limit_per_minute,
+        body_timeout_ms: millis(options.body_timeout),
+        body_memory_mib: options.body_memory_mib,
+        compression: options.compression,
+        cors_origins: options.cors_origins.clone(),
+        auth_cache_ttl_ms: options.auth_cache_ttl.map_or(defaults.auth_cache_ttl_ms, millis),
+        ..defaults
     };
+    config.database.database_url = database.url.clone();
+    config.database.db_timeout_ms = millis(options.db_timeout);
+    if crate::database::pooler() == wpds_storage::Pooler::Transaction {
+        config.database.pg_pooler = wpds::config::PgPooler::Transaction;
+    }
     let (ready, started) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         actix_web::rt::System::new().block_on(async move {
-            let server = wpds::server::start(&config, state, listener).expect("the server starts");
-            ready.send(server.handle()).expect("the test is waiting");
-            server.await
+            let app = Application::build(&config).await.expect("the application starts");
+            let state = app.state();
+            let handles = app.handles();
+            ready
+                .send((app.address(), handles[0].clone(), Arc::clone(&state.db), state.lifetimes))
+                .expect("the test is waiting");
+            app.run_until_stopped().await
         })
     });
-    let handle = started.recv().expect("the server thread started");
+    let (address, handle, db, lifetimes) = started.recv().expect("the server thread started");
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .allow_non_standard_methods(true)
@@ -141,8 +130,9 @@ pub fn spawn_app_with(options: Options) -> TestApp {
         .into();
     let mut app = TestApp {
         base: format!("http://{address}"),
-        database_url: url,
+        database_url: database.url.clone(),
         db,
+        lifetimes,
         token: String::new(),
         agent,
         handle,
@@ -150,6 +140,11 @@ pub fn spawn_app_with(options: Options) -> TestApp {
     };
     app.token = app.tokens_for(ADMIN).access_token;
     app
+}
+
+/// `duration` in whole milliseconds, as the settings take it.
+fn millis(duration: std::time::Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 fn checker() -> &'static ResponseChecker {
@@ -363,9 +358,10 @@ impl TestApp {
         }
     }
 
-    /// Starts a login for `user_id`, as `wpds token issue` does.
+    /// Starts a login for `user_id` with the server's token lifetimes, as `wpds token
+    /// issue` does.
     pub fn tokens_for(&self, user_id: i64) -> IssuedPair {
-        self.tokens_with(user_id, TokenLifetimes::default())
+        self.tokens_with(user_id, self.lifetimes)
     }
 
     /// Starts a login for `user_id` with the given lifetimes.

@@ -8,6 +8,13 @@
 //! pooler (PgBouncer): servers started by the tests inherit it, and [`pooler`] tells the
 //! in-process ones.
 //!
+//! [`TestDatabase::demo`] starts from a template, migrated and loaded with the demo fixture
+//! once (per content of the migrations and the fixture, [`template_key`]): a copy of a file
+//! on SQLite, `CREATE DATABASE … TEMPLATE` on PostgreSQL. The template is made over a direct
+//! connection to the server (`TEST_DATABASE_DIRECT_URL`, when `TEST_DATABASE_URL` leads
+//! through a pooler): PostgreSQL copies a template only while nobody is connected to it, and
+//! a pooler keeps the connections it made.
+//!
 //! One way to skip: a test that needs PostgreSQL (or its server binaries) carries
 //! `#[ignore = "needs PostgreSQL: …"]`, so `cargo test` reports it ignored, with the
 //! reason, and `cargo test -- --include-ignored` with `TEST_DATABASE_URL` set runs it
@@ -58,19 +65,180 @@ impl TestDatabase {
         TestDatabase { url: format!("sqlite://{}", path.display()), scratch: Scratch::SqliteFile(path) }
     }
 
+    /// A new database on the engine `TEST_DATABASE_URL` names, migrated and holding the demo
+    /// fixture: a copy of the template (see the module's documentation).
+    pub fn demo() -> Self {
+        match postgres_url() {
+            Some(admin_url) => {
+                let template = postgres_template(&direct_url(&admin_url));
+                Self::on_postgres_from(admin_url, Some(template))
+            }
+            None => {
+                let database = Self::sqlite();
+                let path = database.url.strip_prefix("sqlite://").expect("a SQLite URL");
+                std::fs::copy(sqlite_template(), path).expect("the SQLite template is copied");
+                database
+            }
+        }
+    }
+
     /// A new database on the PostgreSQL server of `admin_url`.
     fn on_postgres(admin_url: String) -> Self {
+        Self::on_postgres_from(admin_url, None)
+    }
+
+    /// A new database on the PostgreSQL server of `admin_url`, a copy of `template` if given
+    /// (made on the server itself: `CREATE DATABASE` over a pooler reaches it too).
+    fn on_postgres_from(admin_url: String, template: Option<&str>) -> Self {
         let name = format!("wpds_test_{}", uuid::Uuid::new_v4().simple());
         let mut admin = diesel::PgConnection::establish(&admin_url).expect("TEST_DATABASE_URL is reachable");
-        diesel::sql_query(format!("CREATE DATABASE {name}"))
+        let from = template.map(|t| format!(" TEMPLATE {t}")).unwrap_or_default();
+        diesel::sql_query(format!("CREATE DATABASE {name}{from}"))
             .execute(&mut admin)
             .expect("create a test database");
-        let (server, _) = admin_url.rsplit_once('/').expect("a database URL ends in /DBNAME");
         TestDatabase {
-            url: format!("{server}/{name}"),
+            url: database_url(&admin_url, &name),
             scratch: Scratch::PostgresDatabase { admin_url, name },
         }
     }
+}
+
+/// `url` naming the database `name` instead.
+fn database_url(url: &str, name: &str) -> String {
+    let (server, _) = url.rsplit_once('/').expect("a database URL ends in /DBNAME");
+    format!("{server}/{name}")
+}
+
+/// The PostgreSQL server itself, for the template: `TEST_DATABASE_DIRECT_URL`, or
+/// `TEST_DATABASE_URL` when no pooler stands in between.
+fn direct_url(test_url: &str) -> String {
+    match std::env::var("TEST_DATABASE_DIRECT_URL") {
+        Ok(url) => url,
+        Err(_) if pooler() == wpds_storage::Pooler::None => test_url.to_owned(),
+        Err(_) => panic!(
+            "TEST_DATABASE_URL leads through a pooler (WPDS_PG_POOLER=transaction): set \
+             TEST_DATABASE_DIRECT_URL=postgres://USER@HOST:PORT/DB to the PostgreSQL server itself, \
+             where the template database is made"
+        ),
+    }
+}
+
+/// What the template holds, as a key to name it by: a hash of the demo fixture and of the
+/// engine's migrations, so a changed migration or fixture makes a new template.
+fn template_key(engine: &str) -> String {
+    use std::hash::{Hash, Hasher};
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut hasher = std::hash::DefaultHasher::new();
+    std::fs::read_to_string(root.join("fixtures/demo.json")).expect("the demo fixture").hash(&mut hasher);
+    let mut files = Vec::new();
+    let mut dirs = vec![root.join("crates/storage/migrations").join(engine)];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("the migrations are listed") {
+            let path = entry.expect("a directory entry").path();
+            if path.is_dir() { dirs.push(path) } else { files.push(path) }
+        }
+    }
+    files.sort();
+    for file in files {
+        file.strip_prefix(root).expect("below the root").hash(&mut hasher);
+        std::fs::read(&file).expect("a migration is read").hash(&mut hasher);
+    }
+    format!("{:016x}", hasher.finish())
+}
+
+/// Migrates the database at `url` and loads the demo fixture into it, as the server and
+/// `wpds seed` do.
+fn migrate_and_load(url: &str) {
+    let db = wpds_storage::Database::open(&wpds_storage::DbConfig {
+        url: url.to_owned(),
+        pool_size: 1,
+        timeout: std::time::Duration::from_secs(30),
+        sqlite_synchronous: wpds_storage::SqliteSynchronous::Normal,
+        pooler: wpds_storage::Pooler::None,
+    })
+    .expect("the template database opens and migrates");
+    let fixture = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/demo.json"))
+        .expect("the demo fixture");
+    wpds_storage::seed::load(&mut db.conn().expect("a connection"), &fixture)
+        .expect("the demo fixture loads");
+}
+
+/// The SQLite template's file, made once per content ([`template_key`]) in the temp
+/// directory: migrated and loaded in a scratch file, then written whole with `VACUUM INTO`
+/// (no write-ahead log beside it) and moved into place, so a test process never copies a
+/// half-made template.
+fn sqlite_template() -> &'static std::path::Path {
+    static TEMPLATE: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    TEMPLATE.get_or_init(|| {
+        let path = std::env::temp_dir().join(format!("wpds-template-{}.sqlite3", template_key("sqlite")));
+        if path.exists() {
+            return path;
+        }
+        let scratch = TestDatabase::sqlite();
+        migrate_and_load(&scratch.url);
+        let made = path.with_extension(format!("{}.partial", uuid::Uuid::new_v4().simple()));
+        let source = scratch.url.strip_prefix("sqlite://").expect("a SQLite URL");
+        let mut conn = diesel::SqliteConnection::establish(source).expect("the scratch file opens");
+        diesel::sql_query(format!("VACUUM INTO '{}'", made.display()))
+            .execute(&mut conn)
+            .expect("the template is written");
+        std::fs::rename(&made, &path).expect("the template is moved into place");
+        path
+    })
+}
+
+/// The PostgreSQL template's name, made once per content ([`template_key`]) on the server of
+/// `direct_url` (never through a pooler): under an advisory lock, so test processes running
+/// at once make it once; made under a scratch name and renamed when complete, so no copy is
+/// taken of a half-made template.
+fn postgres_template(direct_url: &str) -> &'static str {
+    static TEMPLATE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEMPLATE.get_or_init(|| {
+        let name = format!("wpds_template_{}", template_key("postgres"));
+        let mut admin =
+            diesel::PgConnection::establish(direct_url).expect("the PostgreSQL server is reachable");
+        diesel::sql_query("SELECT pg_advisory_lock(7770647301)")
+            .execute(&mut admin)
+            .expect("the template lock");
+        #[derive(diesel::QueryableByName)]
+        struct Found {
+            #[diesel(sql_type = diesel::sql_types::BigInt)]
+            found: i64,
+        }
+        let exists =
+            diesel::sql_query(format!("SELECT count(*) AS found FROM pg_database WHERE datname = '{name}'"))
+                .get_result::<Found>(&mut admin)
+                .expect("the catalogue is read")
+                .found
+                > 0;
+        if !exists {
+            let scratch = format!("{name}_partial");
+            diesel::sql_query(format!("DROP DATABASE IF EXISTS {scratch} WITH (FORCE)"))
+                .execute(&mut admin)
+                .expect("a half-made template is dropped");
+            diesel::sql_query(format!("CREATE DATABASE {scratch}"))
+                .execute(&mut admin)
+                .expect("the template is made");
+            migrate_and_load(&database_url(direct_url, &scratch));
+            // Closes whatever connection of the loader's pool is still open.
+            diesel::sql_query(format!(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{scratch}'"
+            ))
+            .execute(&mut admin)
+            .expect("the loader's connections are closed");
+            // A terminated backend leaves a moment later: the rename waits for it.
+            let rename = format!("ALTER DATABASE {scratch} RENAME TO {name}");
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while let Err(e) = diesel::sql_query(&rename).execute(&mut admin) {
+                assert!(std::time::Instant::now() < deadline, "the template is not moved into place: {e}");
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        }
+        diesel::sql_query("SELECT pg_advisory_unlock(7770647301)")
+            .execute(&mut admin)
+            .expect("the lock is let go");
+        name
+    })
 }
 
 /// The PostgreSQL server of `TEST_DATABASE_URL`, for a test that needs one (and is ignored

@@ -61,7 +61,7 @@ pub fn cell_write(user: i64, date: &str, version: i64) -> CellChange {
         user_id: user,
         project_id: SentId::Record(PROJECT_ID),
         date: date.to_owned(),
-        phase: "general".to_owned(),
+        phase: wpds_contract::types::TimeLogPhase::General,
         hours: "7.50".to_owned(),
         expected_version: version,
         note: String::new(),

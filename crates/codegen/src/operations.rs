@@ -4,10 +4,12 @@
 //! - an entry of `OPERATIONS` (method, path, `operationId`, success status, who may call
 //!   it (`Access`, from the operation's own `security` and its role name), whether it takes
 //!   a body, every documented status);
-//! - one method of the `Operations` trait, named after the `operationId`, taking the
-//!   operation's generated `…Path`, `…Query`, `…Headers` and body types and returning its
-//!   `…Response` enum, so a handler that is missing or whose types no longer match the
-//!   document fails to compile with an error naming the operation;
+//! - one method of its tag's trait (`…Api`, one trait per tag of the document: the tag
+//!   `Time log` makes `TimeLogApi`), named after the `operationId`, taking the operation's
+//!   generated `…Path`, `…Query`, `…Headers` and body types and returning its `…Response`
+//!   enum, so a handler that is missing or whose types no longer match the document fails
+//!   to compile with an error naming the operation. Each handler module implements its
+//!   tag's trait; `Operations` is every tag's trait at once, which the routes need;
 //! - the `…Response` enum: one variant per successful (2xx or 3xx) response, named after
 //!   its status (`Ok`, `Created`, `NotModified`, …), holding the body (when the response
 //!   has one) and one typed field per response header the handler sets (required headers
@@ -25,9 +27,9 @@
 //! including module brings them into scope.
 //!
 //! A construct the generator does not support fails the build naming the operation and the
-//! construct: a response header whose schema is not a string, integer, number or boolean,
-//! or one named like the body field (`body`); and, read by `wpds_document`, everything the
-//! document model refuses.
+//! construct: an operation without exactly one tag, a response header whose schema is not a
+//! string, integer, number or boolean, or one named like the body field (`body`); and, read
+//! by `wpds_document`, everything the document model refuses.
 
 use crate::names::{literal, pascal_case, snake_case};
 use serde_json::Value;
@@ -36,12 +38,18 @@ use std::fmt::Write;
 use wpds_document::deref;
 use wpds_document::operations::{OperationInfo, ResponseHeader, Security, Success, collect};
 
-/// The Rust names the generated code gives an operation, derived from its `operationId`.
+/// The Rust names the generated code gives an operation, derived from its `operationId`
+/// and its tag.
 pub trait RustNames {
-    /// The `Operations` trait method's name (`snake_case` of the id).
+    /// The trait method's name (`snake_case` of the id).
     fn method_name(&self) -> String;
     /// Prefix of the operation's generated `…Path` and `…Query` types (`PascalCase` of the id).
     fn type_prefix(&self) -> String;
+    /// The operation's one tag. Panics (a build failure) naming the operation when it has
+    /// none or several: the tag says which handler module implements it.
+    fn tag(&self) -> &str;
+    /// The name of its tag's trait: `PascalCase` of the tag, then `Api`.
+    fn trait_name(&self) -> String;
 }
 
 impl RustNames for OperationInfo {
@@ -51,6 +59,21 @@ impl RustNames for OperationInfo {
 
     fn type_prefix(&self) -> String {
         pascal_case(&self.id)
+    }
+
+    fn tag(&self) -> &str {
+        match &self.tags[..] {
+            [tag] => tag,
+            tags => panic!(
+                "{}: an operation names exactly one tag, the resource whose handler module implements it; found {}",
+                self.id,
+                tags.len()
+            ),
+        }
+    }
+
+    fn trait_name(&self) -> String {
+        format!("{}Api", pascal_case(self.tag()))
     }
 }
 
@@ -136,25 +159,7 @@ pub fn generate(doc: &Value) -> String {
     }
     out.push_str("];\n\n");
 
-    out.push_str("/// The operations of the contract: one method per `operationId`.\n///\n");
-    out.push_str("/// The server's handlers implement this trait; the routes call it after the request\n");
-    out.push_str("/// has been authenticated and validated against the document.\n");
-    out.push_str("pub trait Operations: Send + Sync + 'static {\n");
-    for op in &ops {
-        let _ = writeln!(
-            out,
-            "    #[doc = {}]",
-            literal(&format!("`{}` — `{} {}`: {}", op.id, op.method, op.path, op.summary))
-        );
-        let _ = writeln!(
-            out,
-            "    fn {}(&self, ctx: RequestContext{}) -> impl std::future::Future<Output = Result<{}Response, ApiError>> + Send;",
-            op.method_name(),
-            arguments(op, true),
-            op.type_prefix(),
-        );
-    }
-    out.push_str("}\n\n");
+    out.push_str(&traits(doc, &ops));
 
     for op in &ops {
         out.push_str(&responses(doc, op));
@@ -215,6 +220,58 @@ pub fn generate(doc: &Value) -> String {
         );
     }
     out.push_str("}\n");
+    out
+}
+
+/// One trait per tag of the document, in the order of the tags' first operations, each with
+/// one method per operation of the tag; and `Operations`, all of them at once.
+fn traits(doc: &Value, ops: &[OperationInfo]) -> String {
+    let mut by_tag: Vec<(&str, Vec<&OperationInfo>)> = Vec::new();
+    for op in ops {
+        match by_tag.iter_mut().find(|(tag, _)| *tag == op.tag()) {
+            Some((_, tagged)) => tagged.push(op),
+            None => by_tag.push((op.tag(), vec![op])),
+        }
+    }
+    let mut out = String::new();
+    let mut names = Vec::new();
+    for (tag, tagged) in &by_tag {
+        let name = tagged[0].trait_name();
+        let description = doc["tags"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|t| t["name"] == *tag)
+            .and_then(|t| t["description"].as_str())
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "#[doc = {}]\n#[doc = \"\"]\n#[doc = \"The handler module of this resource implements it; the routes call it after the request has been authenticated and validated against the document.\"]",
+            literal(&format!("The operations tagged `{tag}`: {}", description.trim()))
+        );
+        let _ = writeln!(out, "pub trait {name}: Send + Sync + 'static {{");
+        for op in tagged {
+            let _ = writeln!(
+                out,
+                "    #[doc = {}]",
+                literal(&format!("`{}` — `{} {}`: {}", op.id, op.method, op.path, op.summary))
+            );
+            let _ = writeln!(
+                out,
+                "    fn {}(&self, ctx: RequestContext{}) -> impl std::future::Future<Output = Result<{}Response, ApiError>> + Send;",
+                op.method_name(),
+                arguments(op, true),
+                op.type_prefix(),
+            );
+        }
+        out.push_str("}\n\n");
+        names.push(name);
+    }
+    let all = names.join(" + ");
+    let _ = writeln!(
+        out,
+        "/// Every operation of the contract: the traits of all its tags, which the routes need.\npub trait Operations: {all} {{}}\n\nimpl<S: {all}> Operations for S {{}}\n"
+    );
     out
 }
 

@@ -294,7 +294,10 @@ impl<'a> Generator<'a> {
         for value in &values {
             let _ = writeln!(code, "            Self::{} => {},", pascal_case(value), literal(value));
         }
-        code.push_str("        }\n    }\n}\n\n");
+        code.push_str("        }\n    }\n");
+        code.push_str(
+            "    /// The value whose wire form is `value` (the inverse of `as_str`), if any.\n    pub fn from_wire(value: &str) -> Option<Self> {\n        Self::ALL.iter().copied().find(|v| v.as_str() == value)\n    }\n}\n\n",
+        );
         let _ = writeln!(
             code,
             "impl std::fmt::Display for {name} {{\n    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {{\n        f.write_str(self.as_str())\n    }}\n}}\n"

@@ -13,14 +13,19 @@ use wpds_codegen::{operations, types};
 /// A contract grown past 1.0.0's shapes: `getThing` reads two header parameters and answers
 /// 200 with a body and an `ETag`, or 304 with the `ETag` only; `createThing` answers 201
 /// with `Location` (required) and `Idempotent-Replayed` (optional); `deleteThing` answers
-/// 204 with nothing.
+/// 204 with nothing. The first two are tagged `Things`, the third `Thing archive`.
 fn grown() -> Value {
     json!({
         "openapi": "3.1.0",
+        "tags": [
+            {"name": "Things", "description": "Things and their making."},
+            {"name": "Thing archive", "description": "Things gone."}
+        ],
         "paths": {
             "/things": {
                 "post": {
                     "operationId": "createThing",
+                    "tags": ["Things"],
                     "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/NewThing"}}}},
                     "responses": {
                         "201": {
@@ -40,6 +45,7 @@ fn grown() -> Value {
                 "parameters": [{"name": "thingId", "in": "path", "required": true, "schema": {"type": "string"}}],
                 "get": {
                     "operationId": "getThing",
+                    "tags": ["Things"],
                     "parameters": [
                         {"name": "If-None-Match", "in": "header", "schema": {"type": "string"}},
                         {"name": "X-Client-Revision", "in": "header", "required": true, "schema": {"type": "integer", "format": "int64"}}
@@ -56,6 +62,7 @@ fn grown() -> Value {
                 },
                 "delete": {
                     "operationId": "deleteThing",
+                    "tags": ["Thing archive"],
                     "responses": {"204": {"description": "Gone."}}
                 }
             }
@@ -132,6 +139,24 @@ fn each_success_is_a_variant_with_its_body_and_the_headers_the_handler_sets() {
 }
 
 #[test]
+fn each_tag_is_a_trait_of_its_operations_and_operations_is_all_of_them() {
+    let code = operations::generate(&grown());
+    parses(&code);
+    let code = flat(&code);
+    let things = code.find("pub trait ThingsApi: Send + Sync + 'static {").expect("the Things trait");
+    let archive = code.find("pub trait ThingArchiveApi: Send + Sync + 'static {").expect("the archive trait");
+    let (create, get, delete) = (
+        code.find("fn create_thing(").unwrap(),
+        code.find("fn get_thing(").unwrap(),
+        code.find("fn delete_thing(").unwrap(),
+    );
+    assert!(things < create && create < get && get < archive && archive < delete, "{code}");
+    assert!(code.contains("#[doc = \"The operations tagged `Things`: Things and their making.\"]"), "{code}");
+    assert!(code.contains("pub trait Operations: ThingsApi + ThingArchiveApi {}"), "{code}");
+    assert!(code.contains("impl<S: ThingsApi + ThingArchiveApi> Operations for S {}"), "{code}");
+}
+
+#[test]
 fn the_trait_method_takes_the_headers_and_returns_the_response_enum() {
     let code = flat(&operations::generate(&grown()));
     assert!(
@@ -189,5 +214,61 @@ fn what_the_generators_do_not_support_fails_the_build_naming_operation_and_const
     assert_eq!(
         build_failure(|| operations::generate(&doc)),
         "getThing: response 200: header `Body` is named like the body field; rename the header"
+    );
+
+    for tags in [json!([]), json!(["Things", "Thing archive"])] {
+        let mut doc = grown();
+        let count = tags.as_array().unwrap().len();
+        doc["paths"]["/things/{thingId}"]["get"]["tags"] = tags;
+        assert_eq!(
+            build_failure(|| operations::generate(&doc)),
+            format!(
+                "getThing: an operation names exactly one tag, the resource whose handler module implements it; found {count}"
+            )
+        );
+    }
+}
+
+/// [`grown`] with a scheme every operation must name its role of, and `getThing` for
+/// workspace members.
+fn secured() -> Value {
+    let mut doc = grown();
+    doc["components"]["securitySchemes"] = json!({"bearerAuth": {"type": "http", "scheme": "bearer"}});
+    doc["security"] = json!([{"bearerAuth": []}]);
+    for (path, method) in [("/things", "post"), ("/things/{thingId}", "delete")] {
+        doc["paths"][path][method]["security"] = json!([{"bearerAuth": ["platform-admin"]}]);
+    }
+    doc["paths"]["/things/{thingId}"]["parameters"][0]["name"] = json!("workspaceId");
+    doc["paths"]["/things/{thingId}"]["get"]["security"] = json!([{"bearerAuth": ["workspace-member"]}]);
+    doc
+}
+
+#[test]
+fn who_may_call_an_operation_is_its_own_security_or_the_build_fails_naming_it() {
+    let code = flat(&operations::generate(&secured()));
+    assert!(code.contains("id: \"getThing\""), "{code}");
+    assert!(code.contains("access: Access::WorkspaceMember"), "{code}");
+    assert!(code.contains("access: Access::PlatformAdmin"), "{code}");
+
+    let mut doc = secured();
+    doc["paths"]["/things/{thingId}"]["get"].as_object_mut().unwrap().remove("security");
+    assert_eq!(
+        build_failure(|| operations::generate(&doc)),
+        "getThing: the operation declares no `security` of its own; every operation names who may call it: \
+         `security: [{bearerAuth: [workspace-member]}]`, `[{bearerAuth: [platform-admin]}]`, or `security: []` for a public one"
+    );
+
+    let mut doc = secured();
+    doc["paths"]["/things/{thingId}"]["get"]["security"] = json!([{"bearerAuth": ["workspace-owner"]}]);
+    assert_eq!(
+        build_failure(|| operations::generate(&doc)),
+        "getThing: unknown role `workspace-owner`; the roles are [\"workspace-member\", \"platform-admin\"]"
+    );
+
+    let mut doc = secured();
+    doc["paths"]["/things/{thingId}"]["parameters"][0]["name"] = json!("thingId");
+    assert_eq!(
+        build_failure(|| operations::generate(&doc)),
+        "getThing: a `workspace-member` operation needs a `workspaceId` path parameter"
     );
 }

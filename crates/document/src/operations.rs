@@ -120,6 +120,8 @@ pub struct OperationInfo {
     pub path: String,
     /// The operation's summary.
     pub summary: String,
+    /// The operation's `tags`, in document order.
+    pub tags: Vec<String>,
     /// Path parameters, in document order.
     pub path_params: Vec<Parameter>,
     /// Query parameters, in document order.
@@ -216,6 +218,15 @@ pub fn collect(doc: &Value) -> Vec<OperationInfo> {
                 method: method.to_uppercase(),
                 path: path.clone(),
                 summary: op.get("summary").and_then(Value::as_str).unwrap_or_default().to_owned(),
+                tags: op
+                    .get("tags")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .map(|tag| {
+                        tag.as_str().unwrap_or_else(|| panic!("{id}: a tag must be a string")).to_owned()
+                    })
+                    .collect(),
                 path_params,
                 query_params,
                 header_params,

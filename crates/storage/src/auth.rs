@@ -17,19 +17,14 @@ use diesel::prelude::*;
 use sha2::{Digest, Sha256};
 use std::time::Duration;
 
-/// Token lifetimes.
+/// Token lifetimes (the server's settings `WPDS_ACCESS_TOKEN_TTL` and
+/// `WPDS_REFRESH_TOKEN_TTL` state their defaults).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TokenLifetimes {
-    /// Access tokens (15 minutes by default).
+    /// Access tokens.
     pub access: Duration,
-    /// Refresh tokens (30 days by default).
+    /// Refresh tokens.
     pub refresh: Duration,
-}
-
-impl Default for TokenLifetimes {
-    fn default() -> Self {
-        TokenLifetimes { access: Duration::from_secs(15 * 60), refresh: Duration::from_secs(30 * 24 * 3600) }
-    }
 }
 
 /// A freshly issued pair, in clear text: shown once, never stored.

@@ -24,7 +24,7 @@ use crate::error::{Refusal, RuleViolation, StateConflict, StoreError, VersionCon
 use crate::ids::{self, SentId};
 use crate::models;
 use crate::schema::{assistant_imports, project_areas};
-use crate::stored::decode;
+use crate::stored::{decode, enum_value};
 use crate::takeoff::issue_counts;
 use crate::work::Write;
 use diesel::prelude::*;
@@ -71,8 +71,14 @@ impl models::AssistantImport {
                 kind: self.target_kind,
                 project_id: ids::show(self.target_project_id),
             },
-            status: decode("assistant import", id, "status", Value::String(self.status))?,
-            kind: decode("assistant import", id, "kind", Value::String(self.kind))?,
+            status: enum_value(
+                "assistant import",
+                id,
+                "status",
+                &self.status,
+                AssistantImportStatus::from_wire,
+            )?,
+            kind: enum_value("assistant import", id, "kind", &self.kind, AssistantImportKind::from_wire)?,
             version: self.version,
             analysis_revision: self.analysis_revision,
             conversation: decode(

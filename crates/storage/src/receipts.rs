@@ -30,7 +30,7 @@ use crate::ids;
 use crate::models;
 use crate::schema::{commercial_receipts, projects};
 use crate::secrets;
-use crate::stored::decode;
+use crate::stored::enum_value;
 use crate::work::Read;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -95,8 +95,13 @@ impl models::ListedReceipt {
         let bad = |what: &str, e: serde_json::Error| {
             StoreError::Internal(format!("commercial receipt {id}: bad stored {what}: {e}"))
         };
-        let outcome: CommercialReceiptOutcome =
-            decode("commercial receipt", id, "outcome", serde_json::Value::String(self.outcome))?;
+        let outcome = enum_value(
+            "commercial receipt",
+            id,
+            "outcome",
+            &self.outcome,
+            CommercialReceiptOutcome::from_wire,
+        )?;
         let fields: Vec<ReceiptField> = serde_json::from_str(&self.fields).map_err(|e| bad("fields", e))?;
         let release: ReceiptRelease = serde_json::from_str(&self.release).map_err(|e| bad("release", e))?;
         Ok(CommercialReceipt {

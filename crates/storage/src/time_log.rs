@@ -23,7 +23,7 @@ use crate::ids::{self, SentId};
 use crate::models::TimeLogCell;
 use crate::schema::{projects, time_log_entries as cells};
 use crate::statement::StatementConn;
-use crate::stored::decode;
+use crate::stored::enum_value;
 use crate::work::Write;
 use crate::{db_statement, db_write};
 use diesel::backend::Backend;
@@ -48,8 +48,8 @@ pub struct CellChange {
     pub project_id: SentId,
     /// `YYYY-MM-DD`, already checked by the contract.
     pub date: String,
-    /// The phase's wire value (`general` when the request has none).
-    pub phase: String,
+    /// The phase (`general` when the request has none), stored as its wire value.
+    pub phase: TimeLogPhase,
     /// Hours as sent (`7.5`), already matching the contract's pattern.
     pub hours: String,
     /// The version the client saw.
@@ -70,7 +70,7 @@ impl CellChange {
             user_id,
             project_id: SentId::parse(body.project_id),
             date: body.date,
-            phase: body.phase.map_or("general", TimeLogPhase::as_str).to_owned(),
+            phase: body.phase.unwrap_or(TimeLogPhase::General),
             hours: body.hours,
             expected_version: body.expected_version,
             note: body.note.unwrap_or_default(),
@@ -105,7 +105,7 @@ pub fn format_hours(centi: i64) -> String {
 fn entry(row: TimeLogCell) -> Result<TimeLogEntry, StoreError> {
     let TimeLogCell { id, project_id, entry_date: date, phase, hours_centi: hours, note, billable, version } =
         row;
-    let phase: TimeLogEntryPhase = decode("time-log entry", id, "phase", Value::String(phase))?;
+    let phase = enum_value("time-log entry", id, "phase", &phase, TimeLogEntryPhase::from_wire)?;
     Ok(TimeLogEntry {
         id: ids::show(id),
         project_id: ids::show(project_id),
@@ -157,6 +157,7 @@ where
     DB: Backend + HasSqlType<BigInt> + HasSqlType<Text> + HasSqlType<Bool>,
     i64: ToSql<BigInt, DB>,
     String: ToSql<Text, DB>,
+    str: ToSql<Text, DB>,
     bool: ToSql<Bool, DB>,
 {
     fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, DB>) -> QueryResult<()> {
@@ -178,7 +179,7 @@ where
         out.push_sql(" AND entry_date = ");
         out.push_bind_param::<Text, _>(&w.date)?;
         out.push_sql(" AND phase = ");
-        out.push_bind_param::<Text, _>(&w.phase)?;
+        out.push_bind_param::<Text, _>(w.phase.as_str())?;
         out.push_sql(" AND version = ");
         out.push_bind_param::<BigInt, _>(&w.expected_version)?;
         out.push_sql(" RETURNING id, project_id, entry_date, phase, hours_centi, note, billable, version");
@@ -256,7 +257,7 @@ fn set_cell_on(conn: &mut DbConn, write: CellChange) -> Result<TimeLogEntry, Sto
             .filter(cells::user_id.eq(write.user_id))
             .filter(cells::project_id.eq(project_id))
             .filter(cells::entry_date.eq(&write.date))
-            .filter(cells::phase.eq(&write.phase));
+            .filter(cells::phase.eq(write.phase.as_str()));
         if let Some(row) = CurrentWrite::new(&write, project_id, hours).get_result::<TimeLogCell>(conn).optional()? {
             return entry(row);
         }
@@ -267,7 +268,7 @@ fn set_cell_on(conn: &mut DbConn, write: CellChange) -> Result<TimeLogEntry, Sto
                     cells::user_id.eq(write.user_id),
                     cells::project_id.eq(project_id),
                     cells::entry_date.eq(&write.date),
-                    cells::phase.eq(&write.phase),
+                    cells::phase.eq(write.phase.as_str()),
                     cells::hours_centi.eq(hours),
                     cells::note.eq(&write.note),
                     cells::billable.eq(write.billable),

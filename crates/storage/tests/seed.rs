@@ -415,7 +415,8 @@ on_each_engine!(after_a_seed_new_rows_without_an_id_get_fresh_ids, |db| {
     load(db, DEMO).expect("the demo fixture loads");
     let conn: &mut DbConn = &mut db.conn().expect("a connection");
     // A table the seed does not fill.
-    auth::issue(conn, 5, TokenLifetimes::default()).expect("a new login for user 5");
+    let lifetimes = TokenLifetimes { access: Duration::from_secs(60), refresh: Duration::from_secs(60) };
+    auth::issue(conn, 5, lifetimes).expect("a new login for user 5");
     // Tables the seed filled with explicit ids continue after them.
     let user: i64 = db_run!(conn => diesel::insert_into(users::table)
             .values((users::email.eq("new@northwind.example"), users::display_name.eq("New"), users::is_platform_admin.eq(false)))
