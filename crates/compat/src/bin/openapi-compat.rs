@@ -84,9 +84,32 @@ fn write_break(kind: &str, source: &str, out: &str, version: Option<&str>) -> Re
     if let Some(version) = version {
         breaks::set_version(&mut doc, version);
     }
-    let text = yaml_serde::to_string(&doc).map_err(|e| format!("cannot render YAML: {e}"))?;
+    let text = yaml_serde::to_string(&yaml(&doc)).map_err(|e| format!("cannot render YAML: {e}"))?;
     std::fs::write(Path::new(out), text).map_err(|e| format!("cannot write {out}: {e}"))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `value` as YAML's own value, its numbers YAML numbers. serde_json's `Value` cannot be
+/// handed to another format's serializer whatever features it was built with: with
+/// `arbitrary_precision` (which the workspace's jsonschema turns on, so every build of the
+/// workspace has it) each number serializes as a private `$serde_json::private::Number` map.
+fn yaml(value: &serde_json::Value) -> yaml_serde::Value {
+    use serde_json::Value as Json;
+    use yaml_serde::Value as Yaml;
+    match value {
+        Json::Null => Yaml::Null,
+        Json::Bool(b) => Yaml::Bool(*b),
+        Json::Number(n) => Yaml::Number(match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => i.into(),
+            (None, Some(u)) => u.into(),
+            (None, None) => n.as_f64().unwrap_or(f64::NAN).into(),
+        }),
+        Json::String(s) => Yaml::String(s.clone()),
+        Json::Array(items) => Yaml::Sequence(items.iter().map(yaml).collect()),
+        Json::Object(map) => {
+            Yaml::Mapping(map.iter().map(|(k, v)| (Yaml::String(k.clone()), yaml(v))).collect())
+        }
+    }
 }
 
 fn main() -> ExitCode {
