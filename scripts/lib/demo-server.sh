@@ -1,6 +1,8 @@
-# Sourced by the contract-check scripts. `start_demo_server` builds the release binary,
+# Sourced by the contract-check scripts. `start_demo_server` takes the server binary
+# (scripts/lib/tools.sh's `wpds_binary`: CI's one build, else `cargo build --profile ci`),
 # loads the demo fixture into a fresh SQLite database, issues tokens with `wpds token
 # issue`, starts `wpds serve` on a free loopback port and waits for /readyz. It exports:
+#   WPDS               the server binary
 #   WPDS_BASE_URL      http://127.0.0.1:PORT
 #   WPDS_TOKEN         access token of user 9 (platform administrator, member of workspace 1)
 #   WPDS_MEMBER_TOKEN  access token of user 5 (member of workspace 1)
@@ -8,10 +10,12 @@
 # and stops the server and removes its files when the calling script exits.
 
 start_demo_server() {
-  local root
+  local root wpds
   root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-  (cd "$root" && cargo build --release --quiet --bin wpds)
-  local wpds="${CARGO_TARGET_DIR:-$root/target}/release/wpds"
+  # shellcheck source=tools.sh
+  source "$root/scripts/lib/tools.sh"
+  wpds=$(wpds_binary)
+  WPDS=$wpds
   DEMO_WORKDIR=$(mktemp -d)
   local url="sqlite://$DEMO_WORKDIR/demo.sqlite3"
   DATABASE_URL="$url" "$wpds" seed "$root/fixtures/demo.json" >/dev/null
@@ -27,7 +31,7 @@ start_demo_server() {
   trap stop_demo_server EXIT
   for _ in $(seq 1 100); do
     if curl -fsS "$WPDS_BASE_URL/readyz" >/dev/null 2>&1; then
-      export WPDS_BASE_URL WPDS_TOKEN WPDS_MEMBER_TOKEN WPDS_SERVER_LOG
+      export WPDS WPDS_BASE_URL WPDS_TOKEN WPDS_MEMBER_TOKEN WPDS_SERVER_LOG
       return 0
     fi
     sleep 0.1
