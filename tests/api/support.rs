@@ -138,6 +138,7 @@ pub fn spawn_app_with(options: Options) -> TestApp {
         handle,
         _database: database,
     };
+    app.wait_until_ready();
     app.token = app.tokens_for(ADMIN).access_token;
     app
 }
@@ -346,6 +347,20 @@ fn record_status(method: &str, path: &str, status: u16) {
 }
 
 impl TestApp {
+    /// Waits (at most 30 s) for `/readyz` to answer 200, as a load balancer does before it
+    /// sends an instance traffic: on PostgreSQL the server serves at once and reaches the
+    /// database in the background (`WPDS_DB_WAIT_SECONDS`), answering 503 until then.
+    fn wait_until_ready(&self) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let ready = || {
+            self.agent.get(format!("{}/readyz", self.base)).call().is_ok_and(|answer| answer.status() == 200)
+        };
+        while !ready() {
+            assert!(std::time::Instant::now() < deadline, "the server was not ready within 30 s");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
     /// Starts a request.
     pub fn request(&self, method: &str, path: &str) -> RequestBuilder<'_> {
         RequestBuilder {
