@@ -23,7 +23,7 @@ use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::oneshot;
-use wpds_storage::auth::TokenLifetimes;
+use wpds_storage::repos::auth::TokenLifetimes;
 use wpds_storage::{Database, Engine};
 
 /// A server, built and serving: [`Application::run_until_stopped`] runs it to its end.

@@ -17,8 +17,8 @@ use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::RwLock;
 use std::time::{Duration, Instant};
-use wpds_storage::auth::Caller;
 use wpds_storage::clock::now_millis;
+use wpds_storage::repos::auth::Caller;
 
 /// The most entries each map holds.
 pub const MAX_ENTRIES: usize = 65_536;

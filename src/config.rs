@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 use std::time::Duration;
-use wpds_storage::auth::TokenLifetimes;
+use wpds_storage::repos::auth::TokenLifetimes;
 use wpds_storage::{DbConfig, Engine, Pooler, SqliteSynchronous};
 
 /// How to reach the database (every command that touches it takes these).

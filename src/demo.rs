@@ -6,7 +6,7 @@
 //! command line's (`src/main.rs`).
 
 use wpds_storage::seed::{self, SeedReport};
-use wpds_storage::{Database, workspaces};
+use wpds_storage::{Database, repos::workspaces};
 
 /// The demo workspace (`fixtures/demo.json`).
 pub const FIXTURE: &str = include_str!("../fixtures/demo.json");

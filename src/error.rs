@@ -8,7 +8,7 @@ use serde_json::Value;
 use wpds_contract::problem::ProblemCode;
 use wpds_contract::types::{BulkEditConflict, ProblemError};
 use wpds_contract::validation::Violations;
-use wpds_storage::throttled_log::ThrottledLog;
+use wpds_storage::engine::ThrottledLog;
 
 /// A failed request, as the contract names it.
 #[derive(Debug, Clone, PartialEq)]

@@ -27,7 +27,7 @@
 //! - One way into the database: a handler hands a repository's `Read` or `Write` to
 //!   [`state::AppState::read`] or [`state::AppState::write`] with the request's budget
 //!   ([`http::operation::RequestContext::budget`]). Storage decides which connection serves
-//!   it (`wpds_storage::work`); database work never runs on the async workers.
+//!   it (`wpds_storage::engine`); database work never runs on the async workers.
 
 pub mod app;
 pub mod auth_cache;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use wpds::app::Application;
 use wpds::config::{DatabaseArgs, ServeConfig, TokenArgs};
 use wpds::demo;
-use wpds_storage::{Database, auth, seed};
+use wpds_storage::{Database, repos::auth, seed};
 
 /// mimalloc instead of the system allocator: every request allocates (JSON values, the
 /// validated input, the reply) on one thread and frees on another often enough that glibc's
@@ -156,7 +156,7 @@ fn issue_token(user: &str, database: &DatabaseArgs, tokens: &TokenArgs) -> Resul
     let pair = match auth::issue(conn, user_id, tokens.lifetimes()) {
         Ok(pair) => pair,
         Err(wpds_storage::StoreError::NotFound(what)) => {
-            let empty = wpds_storage::workspaces::count(conn).map_err(|e| e.to_string())? == 0;
+            let empty = wpds_storage::repos::workspaces::count(conn).map_err(|e| e.to_string())? == 0;
             return Err(if empty {
                 format!(
                     "not found: {what}: the database holds no records yet; load them with `wpds seed FILE.json` \

@@ -116,7 +116,7 @@ struct Recorders {
     db: Arc<Database>,
 }
 
-/// The gauges of PostgreSQL's shared connections ([`wpds_storage::shared_pg`]).
+/// The gauges of PostgreSQL's shared connections ([`wpds_storage::engine::SharedPg`]).
 struct SharedGauges {
     connections: IntGaugeVec,
     most: IntGauge,

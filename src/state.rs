@@ -3,14 +3,14 @@
 //!
 //! The database is reached one way: [`AppState::read`] and [`AppState::write`] hand a
 //! repository's [`Read`] or [`Write`] to storage with the request's [`Budget`]; storage
-//! decides which connection serves it ([`wpds_storage::work`]) and makes the call's span
-//! of the request's trace ([`wpds_storage::trace`]).
+//! decides which connection serves it ([`wpds_storage::engine`]) and makes the call's span
+//! of the request's trace ([`wpds_storage::engine::in_child_span`]).
 
 use crate::auth_cache::AuthCache;
 use crate::error::ApiError;
 use crate::rate_limit::RateLimiter;
 use std::sync::Arc;
-use wpds_storage::auth::TokenLifetimes;
+use wpds_storage::repos::auth::TokenLifetimes;
 use wpds_storage::{Budget, Database, Read, Write};
 
 /// Shared application state.

@@ -8,7 +8,7 @@ use crate::operations::{
 };
 use wpds_contract::types::*;
 use wpds_storage::ids::SentId;
-use wpds_storage::{companies, credits};
+use wpds_storage::repos::{companies, credits};
 
 impl AdministrationApi for Service {
     /// `retire_global_company`: retires a global company once, writing the audit log.

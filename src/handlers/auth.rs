@@ -4,7 +4,7 @@ use super::Service;
 use crate::error::ApiError;
 use crate::operations::{AuthApi, RefreshTokenResponse, RequestContext};
 use wpds_contract::types::*;
-use wpds_storage::auth;
+use wpds_storage::repos::auth;
 
 impl AuthApi for Service {
     /// `refresh_token`.

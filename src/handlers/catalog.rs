@@ -4,8 +4,8 @@ use super::Service;
 use crate::error::ApiError;
 use crate::operations::{BulkEditCatalogFamiliesResponse, CatalogApi, RequestContext};
 use wpds_contract::types::*;
-use wpds_storage::catalog;
 use wpds_storage::ids::SentId;
+use wpds_storage::repos::catalog;
 
 impl CatalogApi for Service {
     /// Sets one text field on up to 500 catalog families of the workspace, all or nothing.

@@ -5,8 +5,8 @@ use crate::error::ApiError;
 use crate::operations::{CategoriesApi, PatchCategorySettingsResponse, RequestContext};
 use std::sync::Arc;
 use wpds_contract::types::*;
-use wpds_storage::categories;
 use wpds_storage::ids::SentId;
+use wpds_storage::repos::categories;
 
 impl CategoriesApi for Service {
     /// Applies a settings patch to a category.

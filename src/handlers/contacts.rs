@@ -1,11 +1,11 @@
-//! Company links (`createCompanyLink`): the rules live in [`wpds_storage::contacts`].
+//! Company links (`createCompanyLink`): the rules live in [`wpds_storage::repos::contacts`].
 
 use super::Service;
 use crate::error::ApiError;
 use crate::operations::{ContactsApi, CreateCompanyLinkResponse, RequestContext};
 use wpds_contract::types::*;
-use wpds_storage::contacts;
 use wpds_storage::ids::SentId;
+use wpds_storage::repos::contacts;
 
 impl ContactsApi for Service {
     /// `create_company_link`: 201 with the new link.

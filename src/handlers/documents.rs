@@ -4,8 +4,8 @@ use super::Service;
 use crate::error::ApiError;
 use crate::operations::{AssignDocumentTypeResponse, DocumentsApi, RequestContext};
 use wpds_contract::types::*;
-use wpds_storage::documents;
 use wpds_storage::ids::{self, SentId};
+use wpds_storage::repos::documents;
 
 impl DocumentsApi for Service {
     /// Assigns (or clears) a document's type.

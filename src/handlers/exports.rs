@@ -2,13 +2,13 @@
 //!
 //! `requestId` is an idempotency key per workspace: a replay of an identical request
 //! answers the stored 201 body with `Idempotent-Replayed: true`. The rules live in
-//! `wpds_storage::exports`.
+//! `wpds_storage::repos::exports`.
 
 use super::Service;
 use crate::error::ApiError;
 use crate::operations::{CreateCrossProjectReportExportResponse, ReportsApi, RequestContext};
 use wpds_contract::types::*;
-use wpds_storage::exports;
+use wpds_storage::repos::exports;
 
 impl ReportsApi for Service {
     /// `create_cross_project_report_export`.

@@ -5,7 +5,7 @@ use crate::error::ApiError;
 use crate::operations::{AssistantApi, ReplaceTakeoffMappingsResponse, RequestContext};
 use wpds_contract::types::*;
 use wpds_storage::ids::SentId;
-use wpds_storage::imports;
+use wpds_storage::repos::imports;
 
 impl AssistantApi for Service {
     /// `replace_takeoff_mappings`: replaces the takeoff mappings of an import in review.

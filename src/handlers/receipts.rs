@@ -1,11 +1,11 @@
 //! Commercial sync receipts (`listCommercialReceipts`): the listing and its cursors live in
-//! [`wpds_storage::receipts`]; a cursor this server did not issue for the listing is 400.
+//! [`wpds_storage::repos::receipts`]; a cursor this server did not issue for the listing is 400.
 
 use super::{Service, record_id};
 use crate::error::ApiError;
 use crate::operations::{ListCommercialReceiptsResponse, RequestContext, SyncUpdatesApi};
 use wpds_contract::types::*;
-use wpds_storage::receipts;
+use wpds_storage::repos::receipts;
 
 /// The page size when the request names none.
 const DEFAULT_LIMIT: i64 = 25;

@@ -4,7 +4,7 @@ use super::Service;
 use crate::error::ApiError;
 use crate::operations::{RequestContext, SetOwnTimeLogCellResponse, TimeLogApi};
 use wpds_contract::types::*;
-use wpds_storage::time_log;
+use wpds_storage::repos::time_log;
 
 impl TimeLogApi for Service {
     /// `set_own_time_log_cell`.

@@ -21,7 +21,7 @@ use crate::state::AppState;
 use actix_web::HttpRequest;
 use actix_web::http::header::AUTHORIZATION;
 use wpds_storage::Budget;
-use wpds_storage::auth::Caller;
+use wpds_storage::repos::auth::Caller;
 
 /// What the 401, 429 and 403 steps found of a request they let through.
 #[derive(Debug)]
@@ -110,7 +110,7 @@ async fn authenticate(req: &HttpRequest, state: &AppState, budget: &Budget) -> R
         return Ok(caller);
     }
     let caller = state
-        .read(budget, wpds_storage::auth::authenticate(token.clone()))
+        .read(budget, wpds_storage::repos::auth::authenticate(token.clone()))
         .await?
         .ok_or_else(|| unauthenticated("The access token is unknown, expired or revoked.", true))?;
     state.auth_cache.remember_caller(&token, caller.clone());
@@ -139,8 +139,9 @@ async fn limit(state: &AppState, budget: &Budget, subject: Subject) -> Result<Op
         Count::Off => return Ok(None),
         Count::Known(standing) => standing,
         Count::Shared { key, window_start, sweep_before } => {
-            let counted =
-                state.write(budget, wpds_storage::rate_limits::hit(key, window_start, sweep_before)).await;
+            let counted = state
+                .write(budget, wpds_storage::repos::rate_limits::hit(key, window_start, sweep_before))
+                .await;
             match counted {
                 Ok(hits) => state.limiter.standing(&subject, u64::try_from(hits).unwrap_or(0), window_start),
                 Err(e) => {
@@ -171,7 +172,7 @@ async fn is_member(
     if let Some(member) = cached {
         return Ok(member);
     }
-    let member = state.read(budget, wpds_storage::auth::is_member(workspace_id, user_id)).await?;
+    let member = state.read(budget, wpds_storage::repos::auth::is_member(workspace_id, user_id)).await?;
     state.auth_cache.remember_membership(workspace_id, user_id, member);
     Ok(member)
 }

@@ -58,7 +58,7 @@ pub struct RequestContext {
     /// The request's trace id (`X-Request-Id`).
     pub request_id: String,
     /// The authenticated caller; present for every operation the document secures.
-    pub caller: Option<wpds_storage::auth::Caller>,
+    pub caller: Option<wpds_storage::repos::auth::Caller>,
     /// What is left of the request's time for the database, for the handler's
     /// [`crate::state::AppState::read`] and [`crate::state::AppState::write`].
     pub budget: wpds_storage::Budget,
@@ -69,7 +69,7 @@ pub struct RequestContext {
 
 impl RequestContext {
     /// The caller of a secured operation.
-    pub fn caller(&self) -> Result<&wpds_storage::auth::Caller, ApiError> {
+    pub fn caller(&self) -> Result<&wpds_storage::repos::auth::Caller, ApiError> {
         self.caller
             .as_ref()
             .ok_or_else(|| ApiError::Internal("a secured operation ran without a caller".to_owned()))

@@ -25,7 +25,7 @@
 //!   `http.request.header.x-request-id`, so a proxy's id finds the trace. An incoming W3C
 //!   `traceparent` (with its `tracestate`) is its parent, read by the SDK's propagator.
 //! - Child spans `authentication` and `validation` ([`in_span`]), and a database span for
-//!   each call, made where calls enter storage ([`wpds_storage::trace`]); all only inside
+//!   each call, made where calls enter storage ([`wpds_storage::engine::in_child_span`]); all only inside
 //!   a sampled request.
 //! - On SQLite, the writer thread's batch span `sqlite writer batch`, for a batch that
 //!   carried a sampled write, which links to the database span of every such write (a
@@ -352,14 +352,14 @@ pub fn end_server_span(cx: &Context, method: &Method, answered: Answered<'_>) {
 /// `work` in an internal child span `name` of the current span, when tracing is on and
 /// the current span is sampled; otherwise `work` alone.
 pub fn in_span<F: Future>(name: &'static str, work: F) -> impl Future<Output = F::Output> {
-    wpds_storage::trace::in_child_span(name, Vec::new, |_| None, work)
+    wpds_storage::engine::in_child_span(name, Vec::new, |_| None, work)
 }
 
 /// Hands one committed batch of the SQLite writer to the thread that records it as a span
 /// (`batch_span`), unless it carried no sampled write (nothing a trace would lead to it
 /// from). The writer's thread is the one every SQLite write waits for, so it only moves the
 /// report onto a bounded queue: when that is full the report is dropped, never waited for.
-pub fn record_batch(batch: wpds_storage::writer::BatchReport) {
+pub fn record_batch(batch: wpds_storage::engine::BatchReport) {
     if batch.links.is_empty() {
         return;
     }
@@ -369,7 +369,7 @@ pub fn record_batch(batch: wpds_storage::writer::BatchReport) {
 }
 
 /// The writer's batch reports on their way to [`batch_span`]'s thread.
-static BATCHES: OnceLock<std::sync::mpsc::SyncSender<wpds_storage::writer::BatchReport>> = OnceLock::new();
+static BATCHES: OnceLock<std::sync::mpsc::SyncSender<wpds_storage::engine::BatchReport>> = OnceLock::new();
 
 /// How many batch reports wait for their span at most (a second's batches, and more).
 const BATCHES_QUEUED: usize = 4096;
@@ -386,7 +386,7 @@ fn start_batch_spans(tracing: &'static Tracing) -> Result<(), String> {
 
 /// Records one committed batch as a span of its own trace (always: see
 /// [`sampling::Sampling`]) linking to the database spans of the sampled writes it carried.
-fn batch_span(tracing: &Tracing, batch: wpds_storage::writer::BatchReport) {
+fn batch_span(tracing: &Tracing, batch: wpds_storage::engine::BatchReport) {
     let links = batch
         .links
         .iter()

@@ -5,7 +5,7 @@
 use crate::support::{ADMIN, MEMBER, TestApp, TestResponse, spawn_app};
 use serde_json::{Value, json};
 use wpds_storage::clock::current_month;
-use wpds_storage::{companies, credits};
+use wpds_storage::repos::{companies, credits};
 
 fn retire_path(company: &str) -> String {
     format!("/admin/api/global-companies/{company}/retire")

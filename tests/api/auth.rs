@@ -4,7 +4,7 @@
 use crate::support::{ADMIN, MEMBER, OUTSIDER, TestApp, TestResponse, spawn_app};
 use serde_json::json;
 use std::time::Duration;
-use wpds_storage::auth::TokenLifetimes;
+use wpds_storage::repos::auth::TokenLifetimes;
 
 const CELLS: &str = "/v1/workspaces/1/time-log/cells";
 const RETIRE: &str = "/admin/api/global-companies/204/retire";

@@ -15,7 +15,7 @@ use wpds::app::Application;
 use wpds::config::ServeConfig;
 use wpds_contract::responses::ResponseChecker;
 use wpds_storage::Database;
-use wpds_storage::auth::{IssuedPair, TokenLifetimes};
+use wpds_storage::repos::auth::{IssuedPair, TokenLifetimes};
 
 /// The demo fixture every test database starts from.
 pub const FIXTURE: &str = include_str!("../../fixtures/demo.json");
@@ -382,7 +382,7 @@ impl TestApp {
     /// Starts a login for `user_id` with the given lifetimes.
     pub fn tokens_with(&self, user_id: i64, lifetimes: TokenLifetimes) -> IssuedPair {
         let conn = &mut self.db.conn().expect("a connection");
-        wpds_storage::auth::issue(conn, user_id, lifetimes).expect("the user exists")
+        wpds_storage::repos::auth::issue(conn, user_id, lifetimes).expect("the user exists")
     }
 
     /// Sends `head` (a request line and headers, without the blank line that ends them)

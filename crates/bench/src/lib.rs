@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use wpds_storage::ids::SentId;
-use wpds_storage::time_log::CellChange;
+use wpds_storage::repos::time_log::CellChange;
 
 /// The workspace every bench record belongs to.
 pub const WORKSPACE_ID: i64 = 1;

@@ -184,7 +184,7 @@ fn is_busy(message: &str) -> bool {
 /// SQLITE_FULL (a full disk), SQLITE_IOERR (any I/O error) and SQLITE_CANTOPEN, each with
 /// its extended codes. diesel passes only `sqlite3_errmsg`, which for these is the primary
 /// code's text. Lifting the fault is the remedy, not changing the request: 503, and the
-/// writer reopens its connection (see [`crate::writer`]).
+/// writer reopens its connection (see [`crate::engine::Writer`]).
 fn is_storage_fault(message: &str) -> bool {
     message.contains("attempt to write a readonly database")
         || message.contains("database or disk is full")

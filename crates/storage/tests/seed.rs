@@ -9,7 +9,7 @@ use diesel::prelude::*;
 use diesel::sql_types::BigInt;
 use serde_json::{Value, json};
 use std::time::Duration;
-use wpds_storage::auth::{self, TokenLifetimes};
+use wpds_storage::repos::auth::{self, TokenLifetimes};
 use wpds_storage::schema::{assistant_imports, company_links, documents, users};
 use wpds_storage::seed::{self, FIXTURE_SCHEMA, SeedError};
 use wpds_storage::{Database, DbConfig, DbConn, Engine, db_run};

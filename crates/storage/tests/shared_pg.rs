@@ -1,5 +1,5 @@
 //! The shared, pipelining PostgreSQL connections of single statements
-//! (`wpds_storage::shared_pg`): how many there are, what a statement that gives up does to
+//! (`wpds_storage::engine::SharedPg`): how many there are, what a statement that gives up does to
 //! its connection, the timeouts they get in code, and the URLs they leave to the blocking
 //! pool. Runs when `TEST_DATABASE_URL` names a PostgreSQL server (SQLite has no shared
 //! connections). No tables are needed: the server's own database will do.
@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::require_postgres;
 use wpds_storage::db_statement;
-use wpds_storage::shared_pg::SharedState;
-use wpds_storage::statement::{StatementConn, StatementFuture};
+use wpds_storage::engine::SharedState;
+use wpds_storage::engine::{StatementConn, StatementFuture};
 use wpds_storage::{Database, DbConfig, StoreError};
 
 /// `url` with `application_name` set, so the test can count its own backends.

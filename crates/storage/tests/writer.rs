@@ -14,7 +14,7 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use wpds_storage::writer::{TraceLink, Writer};
+use wpds_storage::engine::{TraceLink, Writer};
 use wpds_storage::{Database, DbConfig, DbConn, SqliteSynchronous, StoreError, db_run, db_write};
 
 /// A SQLite file (and its WAL) that disappears with the test, with a `scratch` table.

@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 use wpds_bench::{Args, WORKSPACE_ID, fail};
 use wpds_contract::types::{SetTimeLogCellRequest, TimeLogCellResult, TimeLogEntry, TimeLogPhase};
-use wpds_storage::time_log::{CellChange, format_hours, parse_hours, set_current_cell};
+use wpds_storage::repos::time_log::{CellChange, format_hours, parse_hours, set_current_cell};
 use wpds_storage::{Database, DbConfig};
 
 /// The server's allocator (src/main.rs), so a ceiling is not held back by another's.

@@ -6,7 +6,7 @@
 //!    `GET /v1/workspaces/1/projects/1/sync-updates/commercial-receipts?limit=L` through the
 //!    API;
 //! 2. signs the position of row `C × L` itself, with the format and key the storage crate
-//!    documents (`crates/storage/src/receipts.rs`: `base64url(payload) "." base64url(MAC)`,
+//!    documents (`crates/storage/src/repos/receipts.rs`: `base64url(payload) "." base64url(MAC)`,
 //!    the MAC keyed by the secret in `server_secrets`), and fails unless the result is
 //!    byte for byte the `nextCursor` the server answered after page `C`;
 //! 3. signs in the same way the position after `P` pages (row `P × L`, read with SQL
@@ -25,8 +25,8 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use std::time::{Duration, Instant};
 use wpds_bench::{Args, PROJECT_ID, WORKSPACE_ID, fail};
+use wpds_storage::engine::{CURSOR_SIGNING, secret};
 use wpds_storage::schema::commercial_receipts as receipts;
-use wpds_storage::secrets::{self, CURSOR_SIGNING};
 use wpds_storage::{Database, DbConfig, DbConn};
 
 /// The server's page at `url`, as JSON.
@@ -95,8 +95,7 @@ fn main() {
     })
     .unwrap_or_else(|e| fail(&e.to_string()));
     let conn = &mut db.conn().unwrap_or_else(|e| fail(&e.to_string()));
-    let secret =
-        secrets::read(conn, CURSOR_SIGNING).unwrap_or_else(|e| fail(&format!("the cursor secret: {e}")));
+    let secret = secret(conn, CURSOR_SIGNING).unwrap_or_else(|e| fail(&format!("the cursor secret: {e}")));
     let (created_at, id) = position(conn, check_pages * limit);
     let signed = sign(&secret, created_at, id);
     if signed != walked {

@@ -15,7 +15,7 @@
 use diesel::connection::SimpleConnection;
 use std::time::{Duration, Instant};
 use wpds_bench::{Args, CELL_START_VERSION, FIRST_DATE, PROJECT_ID, WORKSPACE_ID, fail};
-use wpds_storage::auth::{self, TokenLifetimes};
+use wpds_storage::repos::auth::{self, TokenLifetimes};
 use wpds_storage::{Database, DbConfig, DbConn};
 
 /// The SQL of one engine: `{users}`, `{dates}`, `{receipts}`, … are filled in.

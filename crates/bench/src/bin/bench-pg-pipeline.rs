@@ -1,5 +1,5 @@
 //! `bench-pg-pipeline`: issue 14's driver-level option — the repository's write statement
-//! (`wpds_storage::time_log::CurrentWrite`, as `bench-sql-loop` runs it) on diesel-async's
+//! (`wpds_storage::repos::time_log::CurrentWrite`, as `bench-sql-loop` runs it) on diesel-async's
 //! `AsyncPgConnection`, many writes in flight at once, pipelined over a few shared
 //! connections (`&AsyncPgConnection` lets concurrent futures share one connection; each
 //! statement is its own autocommit transaction). It measures what the non-blocking,
@@ -18,7 +18,7 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wpds_bench::{Args, CELL_START_VERSION, DataSet, PROJECT_ID, WrittenCell, cell_write, fail};
-use wpds_storage::time_log::CurrentWrite;
+use wpds_storage::repos::time_log::CurrentWrite;
 
 fn main() {
     let args = Args::parse();

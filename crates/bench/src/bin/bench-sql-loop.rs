@@ -6,8 +6,8 @@
 //! `WPDS_SQLITE_SYNCHRONOUS=normal`, its default before it became `full`; PostgreSQL its
 //! `lock_timeout`).
 //! Thread `t` owns the cells of users `u` with `(u - 1) % T == t` and updates them round
-//! robin with the very statement `crates/storage/src/time_log.rs` issues
-//! (`wpds_storage::time_log::CurrentWrite`: `UPDATE … WHERE workspace, user, project, date,
+//! robin with the very statement `crates/storage/src/repos/time_log.rs` issues
+//! (`wpds_storage::repos::time_log::CurrentWrite`: `UPDATE … WHERE workspace, user, project, date,
 //! phase AND version = expected RETURNING …`, kept prepared per connection), each in
 //! autocommit like the repository's common case, tracking each cell's version from
 //! `RETURNING`.
@@ -28,8 +28,8 @@ use std::time::{Duration, Instant};
 use wpds_bench::{
     Args, CELL_START_VERSION, DataSet, PROJECT_ID, WORKSPACE_ID, WrittenCell, cell_write, fail,
 };
+use wpds_storage::repos::time_log::CurrentWrite;
 use wpds_storage::schema::time_log_entries as cells;
-use wpds_storage::time_log::CurrentWrite;
 
 /// One cell a thread owns, with the version it last saw.
 struct Cell {

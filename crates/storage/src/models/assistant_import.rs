@@ -7,7 +7,7 @@ use diesel::prelude::*;
 /// An assistant data import.
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]
 #[diesel(table_name = assistant_imports, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
-pub struct AssistantImport {
+pub struct AssistantImportRow {
     /// The import's id.
     pub id: i64,
     /// The workspace it belongs to.

@@ -6,7 +6,7 @@ use diesel::prelude::*;
 /// A catalog family of a workspace: the target of catalog bulk edits.
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]
 #[diesel(table_name = catalog_families, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
-pub struct CatalogFamily {
+pub struct CatalogFamilyRow {
     /// The family's id.
     pub id: i64,
     /// The workspace it belongs to.

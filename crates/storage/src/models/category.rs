@@ -6,7 +6,7 @@ use diesel::prelude::*;
 /// A category of a workspace, whose settings a patch changes.
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]
 #[diesel(table_name = categories, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
-pub struct Category {
+pub struct CategoryRow {
     /// The category's id.
     pub id: i64,
     /// The workspace it belongs to.

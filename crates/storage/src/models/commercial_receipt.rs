@@ -1,7 +1,7 @@
 //! The `commercial_receipts` table: commercial sync-update receipts of a project.
 //!
-//! Two shapes: [`CommercialReceipt`] is the whole row (the seed loader writes it);
-//! [`ListedReceipt`] is what a project's listing reads, every column but `workspace_id`,
+//! Two shapes: [`CommercialReceiptRow`] is the whole row (the seed loader writes it);
+//! [`ListedReceiptRow`] is what a project's listing reads, every column but `workspace_id`,
 //! because the listing's project already fixes the workspace and it is a hot path
 //! (`listCommercialReceipts`, measured by `scripts/bench`): it reads no more than it shows.
 
@@ -11,7 +11,7 @@ use diesel::prelude::*;
 /// A commercial sync-update receipt, as its table holds it.
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]
 #[diesel(table_name = commercial_receipts, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
-pub struct CommercialReceipt {
+pub struct CommercialReceiptRow {
     /// The receipt's id.
     pub id: i64,
     /// The workspace it belongs to.
@@ -40,11 +40,11 @@ pub struct CommercialReceipt {
     pub created_at: i64,
 }
 
-/// A receipt as a project's listing reads it: [`CommercialReceipt`] without
+/// A receipt as a project's listing reads it: [`CommercialReceiptRow`] without
 /// `workspace_id`.
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = commercial_receipts, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
-pub struct ListedReceipt {
+pub struct ListedReceiptRow {
     /// The receipt's id.
     pub id: i64,
     /// The project it belongs to.

@@ -6,7 +6,7 @@ use diesel::prelude::*;
 /// A link between a main and a representing contact company of one workspace.
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]
 #[diesel(table_name = company_links, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
-pub struct CompanyLink {
+pub struct CompanyLinkRow {
     /// The link's id.
     pub id: i64,
     /// The workspace it belongs to.

@@ -6,7 +6,7 @@ use diesel::prelude::*;
 /// A contact company of a workspace: a party of company links.
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]
 #[diesel(table_name = contact_companies, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
-pub struct ContactCompany {
+pub struct ContactCompanyRow {
     /// The company's id.
     pub id: i64,
     /// The workspace it belongs to.

@@ -6,7 +6,7 @@ use diesel::prelude::*;
 /// A contact person of a contact company.
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]
 #[diesel(table_name = contact_persons, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
-pub struct ContactPerson {
+pub struct ContactPersonRow {
     /// The person's id.
     pub id: i64,
     /// The company the person belongs to.

@@ -6,7 +6,7 @@ use diesel::prelude::*;
 /// The assistant credits a user has used in one monthly cycle of a workspace.
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]
 #[diesel(table_name = credit_allowances, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
-pub struct CreditAllowance {
+pub struct CreditAllowanceRow {
     /// The workspace.
     pub workspace_id: i64,
     /// The user.

@@ -6,7 +6,7 @@ use diesel::prelude::*;
 /// A project document.
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]
 #[diesel(table_name = documents, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
-pub struct Document {
+pub struct DocumentRow {
     /// The document's id.
     pub id: i64,
     /// The workspace it belongs to.

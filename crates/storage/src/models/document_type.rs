@@ -6,7 +6,7 @@ use diesel::prelude::*;
 /// A document type of a workspace, applying to the documents of one scope.
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]
 #[diesel(table_name = document_types, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
-pub struct DocumentType {
+pub struct DocumentTypeRow {
     /// The type's id.
     pub id: i64,
     /// The workspace it belongs to.

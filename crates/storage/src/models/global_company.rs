@@ -6,7 +6,7 @@ use diesel::prelude::*;
 /// A company of the platform-wide directory.
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]
 #[diesel(table_name = global_companies, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
-pub struct GlobalCompany {
+pub struct GlobalCompanyRow {
     /// The company's id.
     pub id: i64,
     /// Name.

@@ -5,7 +5,7 @@
 //! timestamps are `i64` (ms since the epoch), JSON sub-objects text, exactly as
 //! [`crate::schema`] declares the columns. A repository whose hot path reads fewer
 //! columns keeps that narrower read struct in the table's file, named for what it is
-//! ([`ListedReceipt`], [`TimeLogCell`]). The structs stay inside this crate: callers get
+//! ([`ListedReceiptRow`], [`TimeLogCellRow`]). The structs stay inside this crate: callers get
 //! contract types or plain values.
 //!
 //! Every table the seed loader fills has its model. The service's own bookkeeping tables
@@ -35,24 +35,24 @@ pub mod time_log_entry;
 pub mod user;
 pub mod workspace;
 
-pub use assistant_import::AssistantImport;
-pub use catalog_family::CatalogFamily;
-pub use category::Category;
-pub use commercial_receipt::{CommercialReceipt, ListedReceipt};
-pub use company_link::CompanyLink;
-pub use contact_company::ContactCompany;
-pub use contact_person::ContactPerson;
-pub use credit_allowance::CreditAllowance;
-pub use document::Document;
-pub use document_type::DocumentType;
-pub use global_company::GlobalCompany;
-pub use item_column::ItemColumn;
-pub use membership::Membership;
-pub use product_type::ProductType;
-pub use product_type_column::ProductTypeColumn;
-pub use project::Project;
-pub use project_area::ProjectArea;
-pub use project_item::ProjectItem;
-pub use time_log_entry::{TimeLogCell, TimeLogEntry};
-pub use user::User;
-pub use workspace::Workspace;
+pub use assistant_import::AssistantImportRow;
+pub use catalog_family::CatalogFamilyRow;
+pub use category::CategoryRow;
+pub use commercial_receipt::{CommercialReceiptRow, ListedReceiptRow};
+pub use company_link::CompanyLinkRow;
+pub use contact_company::ContactCompanyRow;
+pub use contact_person::ContactPersonRow;
+pub use credit_allowance::CreditAllowanceRow;
+pub use document::DocumentRow;
+pub use document_type::DocumentTypeRow;
+pub use global_company::GlobalCompanyRow;
+pub use item_column::ItemColumnRow;
+pub use membership::MembershipRow;
+pub use product_type::ProductTypeRow;
+pub use product_type_column::ProductTypeColumnRow;
+pub use project::ProjectRow;
+pub use project_area::ProjectAreaRow;
+pub use project_item::ProjectItemRow;
+pub use time_log_entry::{TimeLogCellRow, TimeLogEntryRow};
+pub use user::UserRow;
+pub use workspace::WorkspaceRow;

@@ -6,7 +6,7 @@ use diesel::prelude::*;
 /// A product type of a category.
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]
 #[diesel(table_name = product_types, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
-pub struct ProductType {
+pub struct ProductTypeRow {
     /// The product type's id.
     pub id: i64,
     /// The workspace of its category.

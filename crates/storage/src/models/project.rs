@@ -6,7 +6,7 @@ use diesel::prelude::*;
 /// A project of a workspace.
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]
 #[diesel(table_name = projects, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
-pub struct Project {
+pub struct ProjectRow {
     /// The project's id.
     pub id: i64,
     /// The workspace it belongs to.

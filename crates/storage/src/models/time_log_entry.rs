@@ -1,7 +1,7 @@
 //! The `time_log_entries` table: the written cells of users' time logs.
 //!
-//! Two shapes: [`TimeLogEntry`] is the whole row (the seed loader writes it);
-//! [`TimeLogCell`] is what a cell write reads back, the columns the API shows, because
+//! Two shapes: [`TimeLogEntryRow`] is the whole row (the seed loader writes it);
+//! [`TimeLogCellRow`] is what a cell write reads back, the columns the API shows, because
 //! the write is the service's hottest statement (`setOwnTimeLogCell`, measured by
 //! `scripts/bench`): its `RETURNING` lists exactly these columns, in this order.
 
@@ -12,7 +12,7 @@ use diesel::prelude::*;
 /// phase); a cell never written has no row.
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]
 #[diesel(table_name = time_log_entries, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
-pub struct TimeLogEntry {
+pub struct TimeLogEntryRow {
     /// The entry's id.
     pub id: i64,
     /// The workspace it belongs to.
@@ -38,11 +38,11 @@ pub struct TimeLogEntry {
     pub updated_at: i64,
 }
 
-/// A cell as a write reads it back and the API shows it: [`TimeLogEntry`] without the
+/// A cell as a write reads it back and the API shows it: [`TimeLogEntryRow`] without the
 /// workspace, the user and the change time.
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = time_log_entries, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
-pub struct TimeLogCell {
+pub struct TimeLogCellRow {
     /// The entry's id.
     pub id: i64,
     /// The project.

@@ -6,7 +6,7 @@ use diesel::prelude::*;
 /// A person who can hold tokens.
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]
 #[diesel(table_name = users, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
-pub struct User {
+pub struct UserRow {
     /// The user's id.
     pub id: i64,
     /// The e-mail address.

@@ -9,7 +9,7 @@
 //!    the record and the field (`documents[3] (id "12"): /documents/3/scope: …`);
 //! 2. converts it into rows: ids parsed with [`crate::ids::parse`], timestamps with
 //!    [`crate::clock::parse_millis`], lists and objects stored as JSON text, each
-//!    assistant import's issue counts computed with [`crate::takeoff::issue_counts`];
+//!    assistant import's issue counts computed with `crate::repos::takeoff::issue_counts`;
 //! 3. in ONE write transaction, checks the references the file makes against the file and
 //!    the database, then inserts every row in dependency order with `ON CONFLICT DO
 //!    NOTHING`, so loading a file twice changes nothing and a record changed through the
@@ -22,7 +22,7 @@ mod plan;
 mod write;
 
 use crate::clock::now_millis;
-use crate::db::DbConn;
+use crate::engine::DbConn;
 use crate::error::StoreError;
 use jsonschema::Validator;
 use serde_json::Value;

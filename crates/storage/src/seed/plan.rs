@@ -7,7 +7,7 @@ use super::fixture::{self, Fixture};
 use crate::clock::parse_millis;
 use crate::ids;
 use crate::models;
-use crate::takeoff::issue_counts;
+use crate::repos::takeoff::issue_counts;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 
@@ -132,27 +132,27 @@ pub(super) struct Wanted {
 /// Everything the file asks to insert, in dependency order, with its references.
 #[derive(Default)]
 pub(super) struct Plan {
-    pub users: Vec<Labelled<models::User>>,
-    pub workspaces: Vec<Labelled<models::Workspace>>,
-    pub memberships: Vec<Labelled<models::Membership>>,
-    pub projects: Vec<Labelled<models::Project>>,
-    pub project_areas: Vec<Labelled<models::ProjectArea>>,
-    pub document_types: Vec<Labelled<models::DocumentType>>,
-    pub catalog_families: Vec<Labelled<models::CatalogFamily>>,
-    pub project_items: Vec<Labelled<models::ProjectItem>>,
-    pub documents: Vec<Labelled<models::Document>>,
-    pub assistant_imports: Vec<Labelled<models::AssistantImport>>,
-    pub global_companies: Vec<Labelled<models::GlobalCompany>>,
-    pub categories: Vec<Labelled<models::Category>>,
-    pub product_types: Vec<Labelled<models::ProductType>>,
-    pub item_columns: Vec<Labelled<models::ItemColumn>>,
-    pub product_type_columns: Vec<Labelled<models::ProductTypeColumn>>,
-    pub contact_companies: Vec<Labelled<models::ContactCompany>>,
-    pub contact_persons: Vec<Labelled<models::ContactPerson>>,
-    pub company_links: Vec<Labelled<models::CompanyLink>>,
-    pub commercial_receipts: Vec<Labelled<models::CommercialReceipt>>,
-    pub credit_allowances: Vec<Labelled<models::CreditAllowance>>,
-    pub time_log_entries: Vec<Labelled<models::TimeLogEntry>>,
+    pub users: Vec<Labelled<models::UserRow>>,
+    pub workspaces: Vec<Labelled<models::WorkspaceRow>>,
+    pub memberships: Vec<Labelled<models::MembershipRow>>,
+    pub projects: Vec<Labelled<models::ProjectRow>>,
+    pub project_areas: Vec<Labelled<models::ProjectAreaRow>>,
+    pub document_types: Vec<Labelled<models::DocumentTypeRow>>,
+    pub catalog_families: Vec<Labelled<models::CatalogFamilyRow>>,
+    pub project_items: Vec<Labelled<models::ProjectItemRow>>,
+    pub documents: Vec<Labelled<models::DocumentRow>>,
+    pub assistant_imports: Vec<Labelled<models::AssistantImportRow>>,
+    pub global_companies: Vec<Labelled<models::GlobalCompanyRow>>,
+    pub categories: Vec<Labelled<models::CategoryRow>>,
+    pub product_types: Vec<Labelled<models::ProductTypeRow>>,
+    pub item_columns: Vec<Labelled<models::ItemColumnRow>>,
+    pub product_type_columns: Vec<Labelled<models::ProductTypeColumnRow>>,
+    pub contact_companies: Vec<Labelled<models::ContactCompanyRow>>,
+    pub contact_persons: Vec<Labelled<models::ContactPersonRow>>,
+    pub company_links: Vec<Labelled<models::CompanyLinkRow>>,
+    pub commercial_receipts: Vec<Labelled<models::CommercialReceiptRow>>,
+    pub credit_allowances: Vec<Labelled<models::CreditAllowanceRow>>,
+    pub time_log_entries: Vec<Labelled<models::TimeLogEntryRow>>,
     /// What the file itself defines.
     file: Known,
     /// Position of each family in `catalogFamilies`.
@@ -466,7 +466,7 @@ fn users(b: &mut Builder, list: Vec<fixture::User>) {
         let id = b.id(&label, &format!("{at}/id"), &user.id);
         b.unique("users", id.to_string(), &format!("user {id}"), &label, &format!("{at}/id"));
         b.plan.file.users.insert(id);
-        let value = models::User {
+        let value = models::UserRow {
             id,
             email: user.email,
             display_name: user.display_name,
@@ -490,10 +490,10 @@ fn workspaces(b: &mut Builder, list: Vec<fixture::Workspace>) {
             let member_label = format!("workspaces[{i}].memberIds[{j}] (user \"{member}\")");
             b.plan.memberships.push(Labelled {
                 label: member_label,
-                value: models::Membership { workspace_id: id, user_id: user },
+                value: models::MembershipRow { workspace_id: id, user_id: user },
             });
         }
-        b.plan.workspaces.push(Labelled { label, value: models::Workspace { id, name: workspace.name } });
+        b.plan.workspaces.push(Labelled { label, value: models::WorkspaceRow { id, name: workspace.name } });
     }
 }
 
@@ -515,12 +515,12 @@ fn projects(b: &mut Builder, list: Vec<fixture::Project>) {
             let area_label = format!("projects[{i}].areas[{j}] (id \"{}\")", area.id);
             b.plan.project_areas.push(Labelled {
                 label: area_label,
-                value: models::ProjectArea { id: area_id, project_id: id, name: area.name },
+                value: models::ProjectAreaRow { id: area_id, project_id: id, name: area.name },
             });
         }
         b.plan.projects.push(Labelled {
             label,
-            value: models::Project { id, workspace_id: workspace, name: project.name },
+            value: models::ProjectRow { id, workspace_id: workspace, name: project.name },
         });
     }
 }
@@ -541,7 +541,7 @@ fn document_types(b: &mut Builder, list: Vec<fixture::DocumentType>) {
         b.refer(&label, &format!("{at}/workspaceId"), Target::Workspace(workspace));
         let scope = kind.scope.as_str().to_owned();
         b.plan.file.document_types.insert(id, (workspace, scope.clone()));
-        let value = models::DocumentType { id, workspace_id: workspace, name: kind.name, scope };
+        let value = models::DocumentTypeRow { id, workspace_id: workspace, name: kind.name, scope };
         b.plan.document_types.push(Labelled { label, value });
     }
 }
@@ -576,7 +576,7 @@ fn catalog_families(b: &mut Builder, list: Vec<fixture::CatalogFamily>) {
             pair("primaryFamilySource", family.primary_family_source);
         let (primary_item_source_id, primary_item_source_version) =
             pair("primaryItemSource", family.primary_item_source);
-        let value = models::CatalogFamily {
+        let value = models::CatalogFamilyRow {
             id,
             workspace_id: workspace,
             parent_family_id: parent,
@@ -610,7 +610,7 @@ fn project_items(b: &mut Builder, list: Vec<fixture::ProjectItem>) {
         let family = b.id(&label, &format!("{at}/familyId"), &item.family_id);
         b.refer(&label, &format!("{at}/projectId"), Target::Project { id: project, workspace: None });
         b.refer(&label, &format!("{at}/familyId"), Target::FamilyOfProject { id: family, project });
-        let value = models::ProjectItem { id, project_id: project, family_id: family, name: item.name };
+        let value = models::ProjectItemRow { id, project_id: project, family_id: family, name: item.name };
         b.plan.project_items.push(Labelled { label, value });
     }
 }
@@ -642,7 +642,7 @@ fn documents(b: &mut Builder, list: Vec<fixture::Document>) {
         for (j, item) in doc.item_ids.iter().enumerate() {
             b.id(&label, &format!("{at}/itemIds/{j}"), item);
         }
-        let value = models::Document {
+        let value = models::DocumentRow {
             id,
             workspace_id: workspace,
             project_id: project,
@@ -692,7 +692,7 @@ fn assistant_imports(b: &mut Builder, list: Vec<fixture::AssistantImport>) {
         // Stored as text, and kept as a value to count its issues once the target
         // project's areas are known.
         let takeoff = b.value(&label, &format!("{at}/takeoff"), &import.takeoff);
-        let value = models::AssistantImport {
+        let value = models::AssistantImportRow {
             id,
             workspace_id: workspace,
             kind: import.kind.as_str().to_owned(),
@@ -736,7 +736,7 @@ fn global_companies(b: &mut Builder, list: Vec<fixture::GlobalCompany>) {
         );
         let retired_at =
             company.retired_at.as_deref().map(|text| b.millis(&label, &format!("{at}/retiredAt"), text));
-        let value = models::GlobalCompany {
+        let value = models::GlobalCompanyRow {
             id,
             name: company.name,
             primary_type: company.primary_type,
@@ -788,7 +788,7 @@ fn categories(b: &mut Builder, list: Vec<fixture::Category>) {
             }
             b.plan.file.product_types.insert(type_id, workspace);
             let type_label = format!("categories[{i}].productTypes[{j}] (id \"{}\")", kind.id);
-            let value = models::ProductType {
+            let value = models::ProductTypeRow {
                 id: type_id,
                 workspace_id: workspace,
                 category_id: id,
@@ -797,7 +797,7 @@ fn categories(b: &mut Builder, list: Vec<fixture::Category>) {
             };
             b.plan.product_types.push(Labelled { label: type_label, value });
         }
-        let value = models::Category {
+        let value = models::CategoryRow {
             id,
             workspace_id: workspace,
             name: category.name,
@@ -819,7 +819,7 @@ fn item_columns(b: &mut Builder, list: Vec<fixture::ItemColumn>) {
         b.plan.file.item_columns.insert(id, workspace);
         b.plan.item_columns.push(Labelled {
             label,
-            value: models::ItemColumn { id, workspace_id: workspace, name: column.name },
+            value: models::ItemColumnRow { id, workspace_id: workspace, name: column.name },
         });
     }
 }
@@ -836,7 +836,7 @@ fn product_type_columns(b: &mut Builder, list: Vec<fixture::ProductTypeColumn>) 
         b.refer(&label, &format!("{at}/productTypeId"), Target::ProductType(product_type));
         let target = Target::ColumnOfProductType { id: column, product_type };
         b.refer(&label, &format!("{at}/itemColumnId"), target);
-        let value = models::ProductTypeColumn {
+        let value = models::ProductTypeColumnRow {
             product_type_id: product_type,
             item_column_id: column,
             is_active: entry.is_active,
@@ -872,7 +872,7 @@ fn contact_companies(b: &mut Builder, list: Vec<fixture::ContactCompany>) {
             );
             b.plan.file.persons.insert(person_id, id);
             let person_label = format!("contactCompanies[{i}].persons[{j}] (id \"{}\")", person.id);
-            let value = models::ContactPerson {
+            let value = models::ContactPersonRow {
                 id: person_id,
                 company_id: id,
                 first_name: person.first_name,
@@ -886,7 +886,7 @@ fn contact_companies(b: &mut Builder, list: Vec<fixture::ContactCompany>) {
         if let Some(primary) = primary {
             b.refer(&label, &format!("{at}/primaryPersonId"), Target::Person { id: primary, company: id });
         }
-        let value = models::ContactCompany {
+        let value = models::ContactCompanyRow {
             id,
             workspace_id: workspace,
             name: company.name,
@@ -914,7 +914,7 @@ fn company_links(b: &mut Builder, list: Vec<fixture::CompanyLink>) {
         b.refer(&label, &format!("{at}/repCompanyId"), Target::Company { id: rep, workspace });
         b.refer(&label, &format!("{at}/mainPersonId"), Target::Person { id: main_person, company: main });
         b.refer(&label, &format!("{at}/repPersonId"), Target::Person { id: rep_person, company: rep });
-        let value = models::CompanyLink {
+        let value = models::CompanyLinkRow {
             id,
             workspace_id: workspace,
             main_company_id: main,
@@ -948,7 +948,7 @@ fn commercial_receipts(b: &mut Builder, list: Vec<fixture::CommercialReceipt>) {
             &format!("{at}/projectId"),
             Target::Project { id: project, workspace: Some(workspace) },
         );
-        let value = models::CommercialReceipt {
+        let value = models::CommercialReceiptRow {
             id,
             workspace_id: workspace,
             project_id: project,
@@ -978,7 +978,7 @@ fn credit_allowances(b: &mut Builder, list: Vec<fixture::CreditAllowance>) {
         b.unique("credit_allowances", key, &shown, &label, &at);
         b.refer(&label, &format!("{at}/workspaceId"), Target::Workspace(workspace));
         b.refer(&label, &format!("{at}/userId"), Target::User(user));
-        let value = models::CreditAllowance {
+        let value = models::CreditAllowanceRow {
             workspace_id: workspace,
             user_id: user,
             cycle: allowance.cycle,
@@ -1010,7 +1010,7 @@ fn time_log_entries(b: &mut Builder, list: Vec<fixture::TimeLogEntry>) {
             &format!("{at}/projectId"),
             Target::Project { id: project, workspace: Some(workspace) },
         );
-        let hours = match crate::time_log::parse_hours(&entry.hours) {
+        let hours = match crate::repos::time_log::parse_hours(&entry.hours) {
             Some(centi) if centi <= 2400 => centi,
             Some(_) => {
                 b.problem(
@@ -1039,7 +1039,7 @@ fn time_log_entries(b: &mut Builder, list: Vec<fixture::TimeLogEntry>) {
         } else {
             b.cells.insert(cell, label.clone());
         }
-        let value = models::TimeLogEntry {
+        let value = models::TimeLogEntryRow {
             id,
             workspace_id: workspace,
             user_id: user,
@@ -1061,13 +1061,13 @@ mod tests {
 
     #[test]
     fn hours_are_read_into_hundredths() {
-        assert_eq!(crate::time_log::parse_hours("7.5"), Some(750));
-        assert_eq!(crate::time_log::parse_hours("7.05"), Some(705));
-        assert_eq!(crate::time_log::parse_hours("2"), Some(200));
-        assert_eq!(crate::time_log::parse_hours("24.00"), Some(2400));
-        assert_eq!(crate::time_log::parse_hours("0"), Some(0));
+        assert_eq!(crate::repos::time_log::parse_hours("7.5"), Some(750));
+        assert_eq!(crate::repos::time_log::parse_hours("7.05"), Some(705));
+        assert_eq!(crate::repos::time_log::parse_hours("2"), Some(200));
+        assert_eq!(crate::repos::time_log::parse_hours("24.00"), Some(2400));
+        assert_eq!(crate::repos::time_log::parse_hours("0"), Some(0));
         for bad in ["", ".5", "7.", "123", "7.555", "a", "7,5"] {
-            assert_eq!(crate::time_log::parse_hours(bad), None, "{bad:?}");
+            assert_eq!(crate::repos::time_log::parse_hours(bad), None, "{bad:?}");
         }
     }
 }

@@ -5,8 +5,8 @@
 
 use super::plan::{Known, Labelled, Plan};
 use super::{SeedError, SeedProblem, SeedReport};
-use crate::db::DbConn;
 use crate::db_write;
+use crate::engine::DbConn;
 use crate::schema::*;
 use diesel::pg::PgConnection;
 use diesel::prelude::*;

@@ -14,19 +14,19 @@
 //! Success replaces the takeoff: the analysed `sourceKeys` are kept, `groupingLevel` and
 //! `areaMappings` come from the request; `version` rises by 1, `updatedAt` is now, and the
 //! issue counts, issue summary and `publishable` are recomputed with
-//! [`crate::takeoff::issue_counts`] against the target project's areas. The version check
+//! `crate::repos::takeoff::issue_counts` against the target project's areas. The version check
 //! and the write are one `UPDATE … WHERE id = ? AND version = ?` inside the transaction.
 
 use crate::clock::{format_millis, now_millis};
-use crate::db::DbConn;
 use crate::db_write;
+use crate::engine::DbConn;
+use crate::engine::Write;
 use crate::error::{Refusal, RuleViolation, StateConflict, StoreError, VersionConflict};
 use crate::ids::{self, SentId};
 use crate::models;
+use crate::repos::takeoff::issue_counts;
 use crate::schema::{assistant_imports, project_areas};
 use crate::stored::{decode, enum_value};
-use crate::takeoff::issue_counts;
-use crate::work::Write;
 use diesel::prelude::*;
 use serde_json::{Map, Value, json};
 use std::collections::{HashMap, HashSet};
@@ -49,7 +49,7 @@ pub struct TakeoffMappingsChange {
     pub area_mappings: Vec<TakeoffAreaMapping>,
 }
 
-impl models::AssistantImport {
+impl models::AssistantImportRow {
     /// The import as the contract shows it.
     fn into_import(self) -> Result<AssistantImport, StoreError> {
         let id = self.id;
@@ -117,7 +117,7 @@ fn state_conflict(refusal: Refusal, detail: String) -> StoreError {
 }
 
 /// `version_conflict` carrying `row` as a 200 would show it.
-fn version_conflict(row: models::AssistantImport, expected_version: i64) -> StoreError {
+fn version_conflict(row: models::AssistantImportRow, expected_version: i64) -> StoreError {
     let current_version = row.version;
     let current = match row
         .into_import()
@@ -175,10 +175,10 @@ fn replace_takeoff_on(
 ) -> Result<AssistantImport, StoreError> {
     let expected_version = change.expected_version;
     db_write!(conn => {
-        let row: models::AssistantImport = assistant_imports::table
+        let row: models::AssistantImportRow = assistant_imports::table
             .filter(assistant_imports::id.eq(import_id))
             .filter(assistant_imports::workspace_id.eq(workspace_id))
-            .select(models::AssistantImport::as_select())
+            .select(models::AssistantImportRow::as_select())
             .first(conn)
             .optional()?
             .ok_or_else(|| StoreError::NotFound(format!("assistant import {import_id}")))?;
@@ -232,7 +232,7 @@ fn replace_takeoff_on(
             .collect();
         let counts = issue_counts(&takeoff, &areas);
 
-        let updated: Option<models::AssistantImport> = diesel::update(
+        let updated: Option<models::AssistantImportRow> = diesel::update(
             assistant_imports::table
                 .filter(assistant_imports::id.eq(import_id))
                 .filter(assistant_imports::version.eq(expected_version))
@@ -247,16 +247,16 @@ fn replace_takeoff_on(
             assistant_imports::version.eq(assistant_imports::version + 1),
             assistant_imports::updated_at.eq(now_millis()),
         ))
-        .returning(models::AssistantImport::as_returning())
+        .returning(models::AssistantImportRow::as_returning())
         .get_result(conn)
         .optional()?;
         match updated {
             Some(row) => row.into_import(),
             None => {
                 // Changed since it was read (possible on PostgreSQL): answer with it as it is now.
-                let current: Option<models::AssistantImport> = assistant_imports::table
+                let current: Option<models::AssistantImportRow> = assistant_imports::table
                     .filter(assistant_imports::id.eq(import_id))
-                    .select(models::AssistantImport::as_select())
+                    .select(models::AssistantImportRow::as_select())
                     .first(conn)
                     .optional()?;
                 match current {

@@ -14,8 +14,8 @@
 //! behind one). A call that failed for want of the database has status error and its
 //! `error.type`; a refusal (not found, a version conflict) is an answer, not an error.
 
+use crate::engine::writer::TraceLink;
 use crate::error::StoreError;
-use crate::writer::TraceLink;
 use opentelemetry::global::BoxedTracer;
 use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer};
 use opentelemetry::{Context, KeyValue};

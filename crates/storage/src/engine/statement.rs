@@ -1,6 +1,6 @@
 //! Work that is one statement in its own implicit transaction (autocommit): written once,
 //! run on any connection — a blocking one of either engine, or one of the shared,
-//! pipelining PostgreSQL connections ([`crate::shared_pg`]).
+//! pipelining PostgreSQL connections ([`crate::engine::shared_pg`]).
 //!
 //! Such a repository function is an `async fn` taking a [`StatementConn`] and running its
 //! one statement through [`crate::db_statement!`], which compiles the statement once per
@@ -14,7 +14,7 @@
 //! work of several statements that must see one state, or write together, stays on a
 //! blocking connection ([`crate::db_write!`]).
 
-use crate::conn::DbConn;
+use crate::engine::conn::DbConn;
 use crate::error::StoreError;
 use diesel::pg::PgConnection;
 use diesel::sqlite::SqliteConnection;
@@ -53,14 +53,14 @@ impl DbConn {
 macro_rules! db_statement {
     ($conn:expr, $query:expr, $method:ident $(::<$row:ty>)?) => {
         match $conn {
-            $crate::statement::StatementConn::Sqlite(conn) => {
-                $crate::statement::diesel::RunQueryDsl::$method$(::<$row>)?($query, conn)
+            $crate::engine::macro_support::StatementConn::Sqlite(conn) => {
+                $crate::engine::macro_support::diesel::RunQueryDsl::$method$(::<$row>)?($query, conn)
             }
-            $crate::statement::StatementConn::Postgres(conn) => {
-                $crate::statement::diesel::RunQueryDsl::$method$(::<$row>)?($query, conn)
+            $crate::engine::macro_support::StatementConn::Postgres(conn) => {
+                $crate::engine::macro_support::diesel::RunQueryDsl::$method$(::<$row>)?($query, conn)
             }
-            $crate::statement::StatementConn::Shared(conn) => {
-                $crate::statement::diesel_async::RunQueryDsl::$method$(::<$row>)?($query, &mut &*conn).await
+            $crate::engine::macro_support::StatementConn::Shared(conn) => {
+                $crate::engine::macro_support::diesel_async::RunQueryDsl::$method$(::<$row>)?($query, &mut &*conn).await
             }
         }
     };

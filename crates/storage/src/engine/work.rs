@@ -6,8 +6,8 @@
 //! | work | SQLite | PostgreSQL | PostgreSQL behind a transaction pooler |
 //! |---|---|---|---|
 //! | a read ([`Read::new`]) | a pooled connection, on the blocking threads | a pooled connection | a pooled connection, in one transaction ([`Database::run_until`]) |
-//! | a read of one statement ([`Read::statement`]) | a pooled connection | a shared, pipelining connection ([`crate::shared_pg`]) | a pooled connection |
-//! | a write ([`Write::new`]) | the writer thread, batched ([`crate::writer`]) | a pooled connection | a pooled connection |
+//! | a read of one statement ([`Read::statement`]) | a pooled connection | a shared, pipelining connection ([`crate::engine::shared_pg`]) | a pooled connection |
+//! | a write ([`Write::new`]) | the writer thread, batched ([`crate::engine::writer`]) | a pooled connection | a pooled connection |
 //! | a write whose common case is one statement ([`Write::first_then`]) | the writer, both parts in one job | the statement on a shared connection, the rest (when needed) on a pooled one | a pooled connection |
 //!
 //! Callers never see which: they hand over the work and a budget, and get its result.
@@ -21,18 +21,18 @@
 //! thread then finishes on its own, and its connection is closed rather than pooled
 //! ([`Database::release`]).
 
-use crate::conn::DbConn;
-use crate::db::Database;
+use crate::engine::conn::DbConn;
+use crate::engine::db::Database;
+use crate::engine::shared_pg::SharedPg;
+use crate::engine::statement::{StatementConn, StatementFuture, ready};
 use crate::error::StoreError;
-use crate::shared_pg::SharedPg;
-use crate::statement::{StatementConn, StatementFuture, ready};
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// A statement function over its input: `|conn, input| Box::pin(function(conn, input))`, for
-/// a repository `async fn` that runs one statement ([`crate::statement`]).
+/// a repository `async fn` that runs one statement (`statement`).
 pub type StatementFn<I, T> = for<'c> fn(StatementConn<'c>, &'c I) -> StatementFuture<'c, T>;
 
 /// One request's time for the database, spent by each call by the time it took.
@@ -66,7 +66,7 @@ impl Budget {
 
 /// Work that reads, built by a repository function.
 pub struct Read<T> {
-    /// What it does, as its span names it ([`crate::trace`]).
+    /// What it does, as its span names it ([`crate::engine::trace`]).
     summary: &'static str,
     plan: Plan<T>,
 }
@@ -74,7 +74,7 @@ pub struct Read<T> {
 /// Work that writes, built by a repository function. Statements that must commit together
 /// run in the write transaction it opens itself ([`crate::db_write!`]).
 pub struct Write<T> {
-    /// What it does, as its span names it ([`crate::trace`]).
+    /// What it does, as its span names it ([`crate::engine::trace`]).
     summary: &'static str,
     plan: Plan<T>,
 }
@@ -200,7 +200,7 @@ impl<T: Send + 'static> Write<T> {
 
 impl Database {
     /// Runs `read` within what is left of `budget` (see the module documentation for
-    /// which connection serves it), in its span ([`crate::trace`]).
+    /// which connection serves it), in its span (`trace`).
     pub async fn read<T: Send + 'static>(
         self: &Arc<Self>,
         budget: &Budget,
@@ -222,7 +222,7 @@ impl Database {
     }
 
     /// Runs `write` within what is left of `budget` (see the module documentation for
-    /// which connection serves it), in its span ([`crate::trace`]). On SQLite the answer
+    /// which connection serves it), in its span (`trace`). On SQLite the answer
     /// comes once the write's batch has committed, and the batch's span links back to this
     /// one.
     pub async fn write<T: Send + 'static>(
@@ -246,7 +246,7 @@ impl Database {
         work: impl Future<Output = Result<T, StoreError>>,
     ) -> Result<T, StoreError> {
         let attributes = || self.span_attributes().of(summary, connection);
-        crate::trace::in_child_span(summary, attributes, crate::trace::failure, work).await
+        crate::engine::trace::in_child_span(summary, attributes, crate::engine::trace::failure, work).await
     }
 
     /// Runs a write's `plan` within what is left of `budget`.
@@ -257,7 +257,7 @@ impl Database {
     ) -> Result<T, StoreError> {
         if let Some(writer) = self.writer() {
             let job = plan.blocking();
-            let link = crate::trace::current_link();
+            let link = crate::engine::trace::current_link();
             let queued =
                 |deadline| async move { within(deadline, writer.submit_traced(deadline, link, job)).await? };
             return budget.spend(queued).await;
@@ -285,7 +285,7 @@ impl Database {
     /// Whether the database serves now, as a read (for `/readyz`): a trivial query succeeds
     /// on a connection of the pool and, on SQLite, the writer's last attempt to write
     /// succeeded. When it failed (a read-only file, a full disk, an I/O error), the writer
-    /// makes an attempt that changes nothing (on a fresh connection; [`crate::writer::Writer::probe`]), so
+    /// makes an attempt that changes nothing (on a fresh connection; [`crate::engine::writer::Writer::probe`]), so
     /// readiness returns by itself once the fault is lifted, even when no request writes,
     /// as when a balancer sends none to an unready server.
     pub fn ping(self: &Arc<Self>) -> Read<()> {
@@ -311,7 +311,7 @@ impl Database {
 
 /// Runs `work` over `input` on a shared PostgreSQL connection until `deadline` at most. At
 /// the deadline the statement is dropped, which takes its connection out of use
-/// ([`crate::shared_pg`]).
+/// ([`crate::engine::shared_pg`]).
 async fn on_shared<I, T>(
     shared: &SharedPg,
     deadline: Instant,

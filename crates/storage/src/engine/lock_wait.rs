@@ -1,8 +1,8 @@
 //! A request's time budget for the database as lock waits: how long a connection's
 //! statements may wait for a lock, shortened to what is left of the request's budget.
-//! Used by the pool ([`crate::db`]) and the SQLite writer ([`crate::writer`]).
+//! Used by the pool ([`crate::engine::db`]) and the SQLite writer ([`crate::engine::writer`]).
 
-use crate::conn::DbConn;
+use crate::engine::conn::DbConn;
 use crate::error::StoreError;
 use diesel::connection::SimpleConnection;
 use std::time::Duration;

@@ -41,9 +41,9 @@
 //! submitted with, so a batch's span can point back to the requests it carried), right
 //! after the batch's writes are answered, so that it adds nothing to their latency.
 
-use crate::conn::{DbConn, transaction_open};
+use crate::engine::conn::{DbConn, transaction_open};
+use crate::engine::lock_wait::{budget_spent, set_lock_wait, shortens};
 use crate::error::StoreError;
-use crate::lock_wait::{budget_spent, set_lock_wait, shortens};
 use diesel::RunQueryDsl;
 use diesel::connection::{AnsiTransactionManager, SimpleConnection, TransactionManager};
 use diesel::r2d2::{ConnectionManager, Pool};

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 /// The shortest time between two lines of one [`ThrottledLog`].
 pub const INTERVAL: Duration = Duration::from_secs(5);
 
-/// One kind of repeated error, logged at most once per [`INTERVAL`] (target
+/// One kind of repeated error, logged at most once per `INTERVAL` (target
 /// `wpds::database`) at its level.
 #[derive(Debug)]
 pub struct ThrottledLog {
@@ -30,7 +30,7 @@ impl ThrottledLog {
         ThrottledLog { level, state: Mutex::new((None, 0)) }
     }
 
-    /// Logs `what: cause` unless a line was written within [`INTERVAL`] (then counts it);
+    /// Logs `what: cause` unless a line was written within `INTERVAL` (then counts it);
     /// a line written after some were left out says how many.
     pub fn log(&self, what: &str, cause: &dyn std::fmt::Display) {
         let suppressed = {

@@ -4,14 +4,14 @@
 //! document's scope, sorted numerically; its `typeId` is one of them or null.
 
 use crate::clock::{format_millis, now_millis};
-use crate::db::DbConn;
 use crate::db_write;
+use crate::engine::DbConn;
+use crate::engine::Write;
 use crate::error::{StoreError, VersionConflict};
 use crate::ids::{self, SentId};
 use crate::models;
 use crate::schema::{document_types, documents};
 use crate::stored::decode;
-use crate::work::Write;
 use diesel::prelude::*;
 use wpds_contract::types::{Document, DocumentPhase, DocumentScope, DocumentSource, DocumentStatus};
 
@@ -24,7 +24,7 @@ pub struct DocumentTypeChange {
     pub expected_version: i64,
 }
 
-impl models::Document {
+impl models::DocumentRow {
     /// The document as the contract shows it, with its `documentTypes`.
     fn into_document(self, document_types: Vec<String>) -> Result<Document, StoreError> {
         let id = self.id;
@@ -84,11 +84,11 @@ fn assign_type_on(
     let DocumentTypeChange { type_id, expected_version } = change;
     let not_found = || StoreError::NotFound(format!("document {document_id} in project {project_id}"));
     db_write!(conn => {
-        let row: models::Document = documents::table
+        let row: models::DocumentRow = documents::table
             .filter(documents::id.eq(document_id))
             .filter(documents::workspace_id.eq(workspace_id))
             .filter(documents::project_id.eq(project_id))
-            .select(models::Document::as_select())
+            .select(models::DocumentRow::as_select())
             .first(conn)
             .optional()?
             .ok_or_else(not_found)?;
@@ -112,7 +112,7 @@ fn assign_type_on(
                 }
             },
         };
-        let updated: Option<models::Document> = diesel::update(
+        let updated: Option<models::DocumentRow> = diesel::update(
             documents::table.filter(documents::id.eq(document_id)).filter(documents::version.eq(expected_version)),
         )
         .set((
@@ -120,16 +120,16 @@ fn assign_type_on(
             documents::version.eq(documents::version + 1),
             documents::updated_at.eq(now_millis()),
         ))
-        .returning(models::Document::as_returning())
+        .returning(models::DocumentRow::as_returning())
         .get_result(conn)
         .optional()?;
         match updated {
             Some(row) => row.into_document(type_ids),
             None => {
                 // Read it again: on PostgreSQL another writer may have committed since.
-                let row: models::Document = documents::table
+                let row: models::DocumentRow = documents::table
                     .filter(documents::id.eq(document_id))
-                    .select(models::Document::as_select())
+                    .select(models::DocumentRow::as_select())
                     .first(conn)?;
                 let current_version = row.version;
                 let current = row.into_document(type_ids)?;

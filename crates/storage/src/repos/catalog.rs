@@ -26,13 +26,13 @@
 //! row (a concurrent edit committed first) answers `version_conflict` and rolls back, so two
 //! edits with the same expected versions can never both succeed.
 
-use crate::db::DbConn;
 use crate::db_write;
+use crate::engine::DbConn;
+use crate::engine::Write;
 use crate::error::{RuleViolation, StoreError, VersionConflict};
 use crate::ids::{self, SentId};
 use crate::models;
 use crate::schema::{catalog_families as families, project_items};
-use crate::work::Write;
 use diesel::prelude::*;
 use std::collections::{HashMap, HashSet};
 use wpds_contract::types::{
@@ -73,7 +73,7 @@ pub struct FamilyTarget {
     pub primary_item_source_version: Option<i64>,
 }
 
-impl models::CatalogFamily {
+impl models::CatalogFamilyRow {
     /// The current text of `key`.
     fn field(&self, key: FieldKey) -> &str {
         match key {
@@ -194,7 +194,7 @@ fn duplicate_targets(targets: &[FamilyTarget]) -> Vec<RuleViolation> {
 /// (already checked and claimed by this transaction).
 fn stale_assertions(
     targets: &[Target],
-    rows: &HashMap<i64, models::CatalogFamily>,
+    rows: &HashMap<i64, models::CatalogFamilyRow>,
     claimed: &HashSet<i64>,
 ) -> Vec<BulkEditConflict> {
     let mut conflicts = Vec::new();
@@ -279,8 +279,8 @@ fn bulk_edit_on(
             families::table
                 .filter(families::workspace_id.eq(workspace_id))
                 .filter(families::id.eq_any(&named))
-                .select(models::CatalogFamily::as_select())
-                .load::<models::CatalogFamily>(conn)
+                .select(models::CatalogFamilyRow::as_select())
+                .load::<models::CatalogFamilyRow>(conn)
                 .map(|rows| rows.into_iter().map(|row| (row.id, row)).collect::<HashMap<_, _>>())
         };
         let rows = named_families(conn)?;

@@ -1,10 +1,10 @@
 //! A database connection of either engine, and how work runs on it: [`crate::db_run!`]
 //! binds the concrete connection, [`crate::db_write!`] wraps work in a write transaction,
 //! or in a savepoint when the connection it is given is in a transaction already (a batch
-//! of the SQLite writer, [`crate::writer`]; a unit of work behind a transaction pooler,
-//! [`crate::db::Database::run_until`]).
+//! of the SQLite writer, [`crate::engine::writer`]; a unit of work behind a transaction pooler,
+//! [`crate::engine::db::Database::run_until`]).
 //!
-//! This module sits below both the pool ([`crate::db`]) and the writer: it knows neither.
+//! This module sits below both the pool ([`crate::engine::db`]) and the writer: it knows neither.
 
 use diesel::connection::{AnsiTransactionManager, TransactionManager};
 use diesel::pg::PgConnection;
@@ -26,11 +26,11 @@ pub enum DbConn {
 macro_rules! db_run {
     ($conn:ident => $body:expr) => {
         match $conn {
-            $crate::conn::DbConn::Sqlite($conn) => {
+            $crate::engine::macro_support::DbConn::Sqlite($conn) => {
                 let $conn: &mut ::diesel::sqlite::SqliteConnection = &mut *$conn;
                 $body
             }
-            $crate::conn::DbConn::Postgres($conn) => {
+            $crate::engine::macro_support::DbConn::Postgres($conn) => {
                 let $conn: &mut ::diesel::pg::PgConnection = &mut *$conn;
                 $body
             }
@@ -41,21 +41,24 @@ macro_rules! db_run {
 /// Runs `$body` in a write transaction (`BEGIN IMMEDIATE` on SQLite, so the writer lock is
 /// taken up front and waits `busy_timeout` instead of failing half-way). On a connection
 /// that is in a transaction already it is a savepoint of it: on SQLite that is a batch of
-/// the [`crate::writer`], which holds the lock already.
+/// the `writer`, which holds the lock already.
 /// `$body` returns `Result<_, StoreError>`; an `Err` rolls back.
 #[macro_export]
 macro_rules! db_write {
     ($conn:ident => $body:expr) => {
         match $conn {
-            $crate::conn::DbConn::Sqlite(pooled) => {
+            $crate::engine::macro_support::DbConn::Sqlite(pooled) => {
                 let concrete: &mut ::diesel::sqlite::SqliteConnection = &mut *pooled;
-                if $crate::conn::in_transaction(concrete) {
-                    $crate::conn::savepoint(concrete, |$conn: &mut ::diesel::sqlite::SqliteConnection| $body)
+                if $crate::engine::macro_support::in_transaction(concrete) {
+                    $crate::engine::macro_support::savepoint(
+                        concrete,
+                        |$conn: &mut ::diesel::sqlite::SqliteConnection| $body,
+                    )
                 } else {
                     concrete.immediate_transaction(|$conn: &mut ::diesel::sqlite::SqliteConnection| $body)
                 }
             }
-            $crate::conn::DbConn::Postgres(pooled) => {
+            $crate::engine::macro_support::DbConn::Postgres(pooled) => {
                 let concrete: &mut ::diesel::pg::PgConnection = &mut *pooled;
                 concrete.transaction(|$conn: &mut ::diesel::pg::PgConnection| $body)
             }
@@ -74,7 +77,7 @@ pub fn in_transaction(conn: &mut SqliteConnection) -> bool {
 /// the savepoint back. On a full disk or an I/O error SQLite rolls the whole transaction
 /// back by itself, so the savepoint is gone too: then the body's error (the cause) is the
 /// answer, where diesel's own `transaction` would answer with the failed rollback, and the
-/// batch ends with it (see `Batcher::batch` in [`crate::writer`]).
+/// batch ends with it (see `Batcher::batch` in [`crate::engine::writer`]).
 #[doc(hidden)]
 pub fn savepoint<T, E>(
     conn: &mut SqliteConnection,

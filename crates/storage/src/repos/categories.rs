@@ -17,13 +17,13 @@
 //! only the rows whose final value differs: its cost is linear in its ops plus the rows
 //! it reads, and a patch that breaks a rule writes nothing.
 
-use crate::db::DbConn;
 use crate::db_write;
+use crate::engine::DbConn;
+use crate::engine::Write;
 use crate::error::{Refusal, RuleViolation, StateConflict, StoreError, VersionConflict};
 use crate::ids::SentId;
-use crate::locks::RowLocks;
+use crate::repos::locks::RowLocks;
 use crate::schema::{categories, item_columns, product_type_columns, product_types};
-use crate::work::Write;
 use diesel::prelude::*;
 use diesel::upsert::excluded;
 use serde_json::json;

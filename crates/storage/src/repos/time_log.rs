@@ -17,14 +17,14 @@
 //! transaction, which checks the rules in the contract's order.
 
 use crate::clock::now_millis;
-use crate::db::DbConn;
+use crate::engine::DbConn;
+use crate::engine::StatementConn;
+use crate::engine::Write;
 use crate::error::{StoreError, VersionConflict};
 use crate::ids::{self, SentId};
-use crate::models::TimeLogCell;
+use crate::models::TimeLogCellRow;
 use crate::schema::{projects, time_log_entries as cells};
-use crate::statement::StatementConn;
 use crate::stored::enum_value;
-use crate::work::Write;
 use crate::{db_statement, db_write};
 use diesel::backend::Backend;
 use diesel::prelude::*;
@@ -102,9 +102,17 @@ pub fn format_hours(centi: i64) -> String {
     format!("{}.{:02}", centi / 100, centi % 100)
 }
 
-fn entry(row: TimeLogCell) -> Result<TimeLogEntry, StoreError> {
-    let TimeLogCell { id, project_id, entry_date: date, phase, hours_centi: hours, note, billable, version } =
-        row;
+fn entry(row: TimeLogCellRow) -> Result<TimeLogEntry, StoreError> {
+    let TimeLogCellRow {
+        id,
+        project_id,
+        entry_date: date,
+        phase,
+        hours_centi: hours,
+        note,
+        billable,
+        version,
+    } = row;
     let phase = enum_value("time-log entry", id, "phase", &phase, TimeLogEntryPhase::from_wire)?;
     Ok(TimeLogEntry {
         id: ids::show(id),
@@ -124,7 +132,7 @@ fn entry(row: TimeLogCell) -> Result<TimeLogEntry, StoreError> {
 /// never keeps its `UPDATE` statements prepared (their SQL can vary with the changeset), so
 /// every request paid for parsing and planning the hottest statement of the service. This
 /// statement's text never varies, so it declares a static query id and both engines keep it
-/// prepared per connection. The columns it returns are those of `models::TimeLogCell`, in
+/// prepared per connection. The columns it returns are those of `models::TimeLogCellRow`, in
 /// order: `id`, `project_id`, `entry_date`, `phase`, `hours_centi`, `note`, `billable`,
 /// `version`.
 ///
@@ -210,7 +218,7 @@ pub fn set_cell(write: CellChange) -> Write<TimeLogEntry> {
 }
 
 /// The common case of a write of the caller's cell, as one statement
-/// ([`crate::statement`]): the current write of an existing cell at the expected version.
+/// ([`crate::engine::StatementConn`]): the current write of an existing cell at the expected version.
 /// `None` when it does not apply (an unknown project, hours over the limit, a first write, a
 /// conflict): then the whole of [`set_cell`] answers. Public for `bench-bare-http`, which
 /// measures it without the server.
@@ -222,7 +230,7 @@ pub async fn set_current_cell(
     let Some(project_id) = write.project_id.record().filter(|_| hours <= MAX_HOURS_CENTI) else {
         return Ok(None);
     };
-    let row = db_statement!(conn, CurrentWrite::new(write, project_id, hours), get_result::<TimeLogCell>)
+    let row = db_statement!(conn, CurrentWrite::new(write, project_id, hours), get_result::<TimeLogCellRow>)
         .optional()?;
     row.map(entry).transpose()
 }
@@ -258,11 +266,11 @@ fn set_cell_on(conn: &mut DbConn, write: CellChange) -> Result<TimeLogEntry, Sto
             .filter(cells::project_id.eq(project_id))
             .filter(cells::entry_date.eq(&write.date))
             .filter(cells::phase.eq(write.phase.as_str()));
-        if let Some(row) = CurrentWrite::new(&write, project_id, hours).get_result::<TimeLogCell>(conn).optional()? {
+        if let Some(row) = CurrentWrite::new(&write, project_id, hours).get_result::<TimeLogCellRow>(conn).optional()? {
             return entry(row);
         }
         if write.expected_version == 1 {
-            let inserted: Option<TimeLogCell> = diesel::insert_into(cells::table)
+            let inserted: Option<TimeLogCellRow> = diesel::insert_into(cells::table)
                 .values((
                     cells::workspace_id.eq(write.workspace_id),
                     cells::user_id.eq(write.user_id),
@@ -276,14 +284,14 @@ fn set_cell_on(conn: &mut DbConn, write: CellChange) -> Result<TimeLogEntry, Sto
                     cells::updated_at.eq(now_millis()),
                 ))
                 .on_conflict_do_nothing()
-                .returning(TimeLogCell::as_returning())
+                .returning(TimeLogCellRow::as_returning())
                 .get_result(conn)
                 .optional()?;
             if let Some(row) = inserted {
                 return entry(row);
             }
         }
-        let current: Option<TimeLogCell> = cell.select(TimeLogCell::as_select()).first(conn).optional()?;
+        let current: Option<TimeLogCellRow> = cell.select(TimeLogCellRow::as_select()).first(conn).optional()?;
         let (current_version, current) = match current {
             Some(row) => {
                 let entry = entry(row)?;

@@ -18,14 +18,14 @@
 //! (SQLite's `BEGIN IMMEDIATE` already serialises writers).
 
 use crate::clock::{format_millis, now_millis};
-use crate::db::DbConn;
 use crate::db_write;
+use crate::engine::DbConn;
+use crate::engine::Write;
 use crate::error::{Refusal, RuleViolation, StateConflict, StoreError};
 use crate::ids::{self, SentId};
-use crate::locks::RowLocks;
-use crate::models::{ContactCompany, ContactPerson};
+use crate::models::{ContactCompanyRow, ContactPersonRow};
+use crate::repos::locks::RowLocks;
 use crate::schema::{company_links, contact_companies, contact_persons};
-use crate::work::Write;
 use diesel::prelude::*;
 use std::collections::HashMap;
 use wpds_contract::types::{CompanyLink, CompanyLinkStatus, CompanySummary, PersonSummary};
@@ -71,11 +71,11 @@ impl<'a> Side<'a> {
 
 /// What one side resolved to once every rule passed.
 struct Resolved<'r> {
-    company: &'r ContactCompany,
-    person: &'r ContactPerson,
+    company: &'r ContactCompanyRow,
+    person: &'r ContactPersonRow,
 }
 
-fn person_summary(row: &ContactPerson) -> PersonSummary {
+fn person_summary(row: &ContactPersonRow) -> PersonSummary {
     PersonSummary {
         id: ids::show(row.id),
         first_name: row.first_name.clone(),
@@ -88,9 +88,9 @@ fn person_summary(row: &ContactPerson) -> PersonSummary {
 /// that has no primary person it shows the person who stands for the company in this
 /// link instead.
 fn company_summary(
-    company: &ContactCompany,
-    link_person: &ContactPerson,
-    persons: &HashMap<i64, ContactPerson>,
+    company: &ContactCompanyRow,
+    link_person: &ContactPersonRow,
+    persons: &HashMap<i64, ContactPersonRow>,
 ) -> Result<CompanySummary, StoreError> {
     let id = company.id;
     let tags: Vec<String> = serde_json::from_str(&company.tags)
@@ -117,8 +117,8 @@ struct Unknown {
 /// resolves to (named or defaulted).
 fn resolve_person<'r>(
     side: &Side<'_>,
-    companies: &'r HashMap<i64, ContactCompany>,
-    persons: &'r HashMap<i64, ContactPerson>,
+    companies: &'r HashMap<i64, ContactCompanyRow>,
+    persons: &'r HashMap<i64, ContactPersonRow>,
     unknown: &mut Unknown,
 ) -> Option<Resolved<'r>> {
     let company = side.company_id.and_then(|id| companies.get(&id));
@@ -178,11 +178,11 @@ fn create_link_on(conn: &mut DbConn, new: NewCompanyLink) -> Result<CompanyLink,
     let workspace_id = new.workspace_id;
     db_write!(conn => {
         conn.lock_companies(&company_ids)?;
-        let companies: HashMap<i64, ContactCompany> = contact_companies::table
+        let companies: HashMap<i64, ContactCompanyRow> = contact_companies::table
             .filter(contact_companies::id.eq_any(&company_ids))
             .filter(contact_companies::workspace_id.eq(workspace_id))
-            .select(ContactCompany::as_select())
-            .load::<ContactCompany>(conn)?
+            .select(ContactCompanyRow::as_select())
+            .load::<ContactCompanyRow>(conn)?
             .into_iter()
             .map(|row| (row.id, row))
             .collect();
@@ -192,12 +192,12 @@ fn create_link_on(conn: &mut DbConn, new: NewCompanyLink) -> Result<CompanyLink,
             .flatten()
             .chain(companies.values().filter_map(|c| c.primary_person_id))
             .collect();
-        let persons: HashMap<i64, ContactPerson> = contact_persons::table
+        let persons: HashMap<i64, ContactPersonRow> = contact_persons::table
             .inner_join(contact_companies::table)
             .filter(contact_persons::id.eq_any(&person_ids))
             .filter(contact_companies::workspace_id.eq(workspace_id))
-            .select(ContactPerson::as_select())
-            .load::<ContactPerson>(conn)?
+            .select(ContactPersonRow::as_select())
+            .load::<ContactPersonRow>(conn)?
             .into_iter()
             .map(|row| (row.id, row))
             .collect();

@@ -8,13 +8,13 @@
 //! audit entry (`reset_assistant_credit_allowance`, `workspace:<w>/user:<u>/cycle:<c>`), all
 //! in one transaction. A repeated reset is harmless and recorded again.
 
-use crate::auth::{AuditEntry, AuditLog};
 use crate::clock::{current_month, now_millis};
-use crate::db::DbConn;
+use crate::engine::DbConn;
+use crate::engine::Write;
 use crate::error::StoreError;
 use crate::ids::SentId;
+use crate::repos::auth::{AuditEntry, AuditLog};
 use crate::schema::{credit_allowances, credit_resets, memberships, workspaces};
-use crate::work::Write;
 use crate::{db_run, db_write};
 use diesel::prelude::*;
 use serde_json::json;
@@ -124,7 +124,7 @@ fn reset_allowance_on(conn: &mut DbConn, reset: NewCreditReset) -> Result<(), St
             reason: &reset.reason,
             detail: serde_json::Value::Null,
         };
-        crate::auth::record_refused(conn, entry, error)?;
+        crate::repos::auth::record_refused(conn, entry, error)?;
     }
     outcome
 }

@@ -1,7 +1,7 @@
 //! Whether a database connection failed recently: then the others are verified before
 //! use, so that the connections of an outage are found and replaced rather than handed to
-//! requests. Shared by the blocking pool ([`crate::db`]) and the shared PostgreSQL
-//! connections ([`crate::shared_pg`]).
+//! requests. Shared by the blocking pool ([`crate::engine::db`]) and the shared PostgreSQL
+//! connections ([`crate::engine::shared_pg`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -12,7 +12,7 @@ const SUSPECT_FOR: Duration = Duration::from_secs(30);
 
 /// Whether a connection failed recently, so that the others are verified before use: the
 /// blocking pool verifies every checkout for [`SUSPECT_FOR`]; a shared connection
-/// ([`crate::shared_pg`]) made before the failure is verified once, at its next use (the
+/// ([`crate::engine::shared_pg`]) made before the failure is verified once, at its next use (the
 /// failure's `generation`).
 #[derive(Default)]
 pub(crate) struct Suspicion {

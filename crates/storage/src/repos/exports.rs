@@ -21,12 +21,12 @@
 //! found the key taken reads the stored row and compares bodies like rule 1.
 
 use crate::clock::{format_millis, now_millis};
-use crate::db::DbConn;
 use crate::db_write;
+use crate::engine::DbConn;
+use crate::engine::Write;
 use crate::error::{RuleViolation, StoreError};
 use crate::ids;
 use crate::schema::{projects, report_exports};
-use crate::work::Write;
 use diesel::prelude::*;
 use serde_json::{Map, Value, json};
 use std::collections::HashSet;

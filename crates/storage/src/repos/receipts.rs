@@ -17,21 +17,21 @@
 //! another project, workspace or outcome, altered in any character, truncated or made up,
 //! its MAC does not verify. `limit` is not bound and may change between pages.
 //!
-//! The key is the secret [`crate::secrets::CURSOR_SIGNING`], provisioned when the database
+//! The key is the secret [`crate::engine::CURSOR_SIGNING`], provisioned when the database
 //! is migrated, so every server process sharing one database signs and verifies with the
 //! same key and a listing only reads. It is read on each request (one primary-key lookup):
 //! a per-process cache would have to be keyed by database.
 
 use crate::clock::format_millis;
-use crate::db::DbConn;
 use crate::db_run;
+use crate::engine::DbConn;
+use crate::engine::Read;
+use crate::engine::{CURSOR_SIGNING, secret};
 use crate::error::StoreError;
 use crate::ids;
 use crate::models;
 use crate::schema::{commercial_receipts, projects};
-use crate::secrets;
 use crate::stored::enum_value;
-use crate::work::Read;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use diesel::backend::Backend;
@@ -88,7 +88,7 @@ struct Position {
     id: i64,
 }
 
-impl models::ListedReceipt {
+impl models::ListedReceiptRow {
     /// The receipt as the contract shows it.
     fn into_receipt(self) -> Result<CommercialReceipt, StoreError> {
         let id = self.id;
@@ -229,19 +229,19 @@ fn list_on(
     if known == 0 {
         return Err(StoreError::NotFound(format!("project {project_id}")));
     }
-    let secret = secrets::read(conn, secrets::CURSOR_SIGNING)?;
+    let key = secret(conn, CURSOR_SIGNING)?;
     let scope = Scope { workspace_id, project_id, outcome: outcome.as_deref().unwrap_or("") };
     let after = match cursor {
-        Some(cursor) => match scope.read(&secret, &cursor)? {
+        Some(cursor) => match scope.read(&key, &cursor)? {
             Ok(position) => Some(position),
             Err(foreign) => return Ok(Err(foreign)),
         },
         None => None,
     };
-    let rows: Vec<models::ListedReceipt> = db_run!(conn => {
+    let rows: Vec<models::ListedReceiptRow> = db_run!(conn => {
         let mut query = commercial_receipts::table
             .filter(commercial_receipts::project_id.eq(project_id))
-            .select(models::ListedReceipt::as_select())
+            .select(models::ListedReceiptRow::as_select())
             .into_boxed();
         if let Some(outcome) = &outcome {
             query = query.filter(commercial_receipts::outcome.eq(outcome.clone()));
@@ -255,14 +255,15 @@ fn list_on(
             .load(conn)
     })?;
     let has_more = rows.len() as i64 > limit;
-    let shown: Vec<models::ListedReceipt> = rows.into_iter().take(limit as usize).collect();
+    let shown: Vec<models::ListedReceiptRow> = rows.into_iter().take(limit as usize).collect();
     let next_cursor = match shown.last() {
         Some(last) if has_more => {
-            scope.issue(&secret, Position { v: 1, created_at: last.created_at, id: last.id })?
+            scope.issue(&key, Position { v: 1, created_at: last.created_at, id: last.id })?
         }
         _ => String::new(),
     };
-    let items = shown.into_iter().map(models::ListedReceipt::into_receipt).collect::<Result<Vec<_>, _>>()?;
+    let items =
+        shown.into_iter().map(models::ListedReceiptRow::into_receipt).collect::<Result<Vec<_>, _>>()?;
     Ok(Ok(CommercialReceiptPage { items, next_cursor, has_more }))
 }
 

@@ -1,7 +1,7 @@
 //! Workspaces as a whole.
 
-use crate::db::DbConn;
 use crate::db_run;
+use crate::engine::DbConn;
 use crate::error::StoreError;
 use crate::schema::workspaces;
 use diesel::prelude::*;

@@ -2,14 +2,14 @@
 //! receipts cursor's signing key, [`CURSOR_SIGNING`]).
 //!
 //! Every secret is provisioned when the database is migrated ([`provision`], called by
-//! [`crate::db::Database::migrate`], so at every start-up and by `wpds migrate`): 32 random
+//! [`crate::engine::db::Database::migrate`], so at every start-up and by `wpds migrate`): 32 random
 //! bytes written with `INSERT … ON CONFLICT DO NOTHING`, so the first process to migrate a
 //! database chooses the value and every process sharing it signs and verifies with the
 //! same key. Requests only read them ([`read`]): no read path writes, so on SQLite a
 //! listing never competes with the writer thread for the write lock.
 
-use crate::conn::DbConn;
 use crate::db_run;
+use crate::engine::conn::DbConn;
 use crate::error::StoreError;
 use crate::schema::server_secrets;
 use base64::Engine as _;

@@ -6,11 +6,11 @@
 //! token again revokes the whole login (reuse detection).
 
 use crate::clock::now_millis;
-use crate::db::DbConn;
+use crate::engine::DbConn;
+use crate::engine::StatementConn;
+use crate::engine::{Read, Write};
 use crate::error::StoreError;
 use crate::schema::{audit_log, logins, memberships, tokens, users};
-use crate::statement::StatementConn;
-use crate::work::{Read, Write};
 use crate::{db_statement, db_write};
 use base64::Engine as _;
 use diesel::prelude::*;
@@ -134,7 +134,7 @@ fn new_pair(lifetimes: TokenLifetimes) -> IssuedPair {
 }
 
 /// The caller an access token stands for, if it is known, unexpired and its login is not
-/// revoked. One statement ([`crate::statement`]).
+/// revoked. One statement ([`crate::engine::StatementConn`]).
 pub fn authenticate(access_token: String) -> Read<Option<Caller>> {
     Read::statement("SELECT tokens logins users", access_token, |conn, token| {
         Box::pin(authenticate_on(conn, token))
@@ -220,7 +220,7 @@ fn refresh_on(
 }
 
 /// Whether `user_id` is a member of workspace `workspace_id`. One statement
-/// ([`crate::statement`]).
+/// ([`crate::engine::StatementConn`]).
 pub fn is_member(workspace_id: i64, user_id: i64) -> Read<bool> {
     Read::statement("SELECT memberships", (workspace_id, user_id), |conn, &(workspace, user)| {
         Box::pin(is_member_on(conn, workspace, user))

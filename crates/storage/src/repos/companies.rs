@@ -8,20 +8,20 @@
 //! `already_retired` — and an audit entry (`retire_global_company`,
 //! `global_company:<id>`, the reason, the caller) is written in the same transaction.
 
-use crate::auth::{AuditEntry, AuditLog};
 use crate::clock::{format_millis, now_millis};
-use crate::db::DbConn;
+use crate::engine::DbConn;
+use crate::engine::Write;
 use crate::error::{Refusal, StateConflict, StoreError};
 use crate::ids;
 use crate::models;
+use crate::repos::auth::{AuditEntry, AuditLog};
 use crate::schema::{audit_log, global_companies};
-use crate::work::Write;
 use crate::{db_run, db_write};
 use diesel::prelude::*;
 use serde_json::{Value, json};
 use wpds_contract::types::GlobalCompany;
 
-impl models::GlobalCompany {
+impl models::GlobalCompanyRow {
     /// The company as the contract shows it (`retiredAt` `""` while not retired).
     fn into_company(self) -> Result<GlobalCompany, StoreError> {
         let id = self.id;
@@ -43,7 +43,7 @@ impl models::GlobalCompany {
 }
 
 /// `already_retired`, carrying the company as a 201 shows it.
-fn already_retired(row: models::GlobalCompany) -> StoreError {
+fn already_retired(row: models::GlobalCompanyRow) -> StoreError {
     let company = match row.into_company() {
         Ok(company) => company,
         Err(e) => return e,
@@ -77,22 +77,22 @@ fn retire_on(
 ) -> Result<GlobalCompany, StoreError> {
     let outcome = db_write!(conn => {
         let company = global_companies::table.filter(global_companies::id.eq(company_id));
-        let row: models::GlobalCompany = company
-            .select(models::GlobalCompany::as_select())
+        let row: models::GlobalCompanyRow = company
+            .select(models::GlobalCompanyRow::as_select())
             .first(conn)
             .optional()?
             .ok_or_else(|| StoreError::NotFound(format!("global company {company_id}")))?;
         if row.retired_at.is_some() {
             return Err(already_retired(row));
         }
-        let updated: Option<models::GlobalCompany> = diesel::update(company.filter(global_companies::retired_at.is_null()))
+        let updated: Option<models::GlobalCompanyRow> = diesel::update(company.filter(global_companies::retired_at.is_null()))
             .set(global_companies::retired_at.eq(now_millis()))
-            .returning(models::GlobalCompany::as_returning())
+            .returning(models::GlobalCompanyRow::as_returning())
             .get_result(conn)
             .optional()?;
         let Some(row) = updated else {
             // Retired by a concurrent call since it was read (possible on PostgreSQL).
-            let row: models::GlobalCompany = company.select(models::GlobalCompany::as_select()).first(conn)?;
+            let row: models::GlobalCompanyRow = company.select(models::GlobalCompanyRow::as_select()).first(conn)?;
             return Err(already_retired(row));
         };
         let retired = row.into_company()?;
@@ -113,7 +113,7 @@ fn retire_on(
             reason,
             detail: serde_json::Value::Null,
         };
-        crate::auth::record_refused(conn, entry, error)?;
+        crate::repos::auth::record_refused(conn, entry, error)?;
     }
     outcome
 }

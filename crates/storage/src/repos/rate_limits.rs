@@ -5,11 +5,11 @@
 //! One row per key and fixed window: each request adds one hit in one statement and reads
 //! the window's total back, so two instances together admit the limit, not twice it.
 
-use crate::db::DbConn;
 use crate::db_run;
+use crate::engine::DbConn;
+use crate::engine::Write;
 use crate::error::StoreError;
 use crate::schema::rate_limit_windows;
-use crate::work::Write;
 use diesel::prelude::*;
 use diesel::upsert::excluded;
 

@@ -7,12 +7,12 @@
 //! keeps up to `per_thread` diesel-async [`AsyncPgConnection`]s, driven by that thread's
 //! own event loop (no hop to another thread), and any number of requests' statements are
 //! in flight on one connection at once: each is its own autocommit transaction, so
-//! pipelining them changes nothing of their meaning ([`crate::statement`]).
+//! pipelining them changes nothing of their meaning ([`crate::engine::statement`]).
 //!
-//! Rules, the same as the blocking pool's ([`crate::db`]):
+//! Rules, the same as the blocking pool's ([`crate::engine::db`]):
 //! - Timeouts are set in code, not read from the URL: connect timeout, TCP keepalives and
 //!   `tcp_user_timeout` as the blocking connections get them
-//!   (`crate::network::network_settings`), and `statement_timeout` (the database
+//!   (`crate::engine::network::network_settings`), and `statement_timeout` (the database
 //!   timeout) and `lock_timeout` ([`LOCK_WAIT`]) at connection start-up.
 //! - The caller bounds each statement by its request's deadline; a statement dropped
 //!   before it finished (its request gave up), or one that failed in the database, takes
@@ -32,10 +32,10 @@
 //!   the blocking pool). TLS is negotiated as libpq does for `sslmode` `prefer` (its
 //!   default) and `require`: encrypted, the certificate not verified.
 
+use crate::engine::network::network_settings;
+use crate::engine::statement::{StatementConn, StatementFuture};
+use crate::engine::suspicion::Suspicion;
 use crate::error::StoreError;
-use crate::network::network_settings;
-use crate::statement::{StatementConn, StatementFuture};
-use crate::suspicion::Suspicion;
 use diesel_async::AsyncPgConnection;
 use openssl::ssl::{SslConnector, SslMethod, SslVerifyMode};
 use postgres_openssl::MakeTlsConnector;
@@ -136,7 +136,7 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 impl SharedPg {
     /// Shared connections to the database at `url` (the URL as configured, before
-    /// [`crate::network::with_network_timeouts`]), `per_thread` on each thread that runs
+    /// [`crate::engine::network::with_network_timeouts`]), `per_thread` on each thread that runs
     /// statements; statements and lock waits end after `timeout`. An error says why the
     /// URL cannot be read the same way by tokio-postgres (a libpq-only parameter, say
     /// `sslmode=verify-full` or `sslrootcert`); the caller then keeps statements on the

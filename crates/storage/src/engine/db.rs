@@ -10,7 +10,7 @@
 //! again with backoff) has connected and migrated.
 //!
 //! On PostgreSQL the server also asks for shared connections ([`Database::share_statements`],
-//! [`crate::shared_pg`]) on which single statements pipeline.
+//! [`crate::engine::shared_pg`]) on which single statements pipeline.
 //!
 //! Behind a pooler that multiplexes transactions (PgBouncer's `pool_mode = transaction`,
 //! [`Pooler::Transaction`]) a server connection is this server's only for one transaction,
@@ -21,16 +21,16 @@
 //!
 //! On SQLite a [`Writer`] thread, with a connection of its own, runs the writes the server
 //! hands it ([`Database::writer`]) in batches; the pool serves reads (see
-//! [`crate::writer`]).
+//! [`crate::engine::writer`]).
 
-pub use crate::conn::DbConn;
+pub use crate::engine::conn::DbConn;
+use crate::engine::lock_wait::{budget_spent, set_lock_wait, shortens};
+use crate::engine::network::with_network_timeouts;
+use crate::engine::shared_pg::SharedPg;
+use crate::engine::suspicion::Suspicion;
+use crate::engine::throttled_log::{SharedLog, ThrottledLog, one_line};
+use crate::engine::writer::{Writer, WriterPool};
 use crate::error::StoreError;
-use crate::lock_wait::{budget_spent, set_lock_wait, shortens};
-use crate::network::with_network_timeouts;
-use crate::shared_pg::SharedPg;
-use crate::suspicion::Suspicion;
-use crate::throttled_log::{SharedLog, ThrottledLog, one_line};
-use crate::writer::{Writer, WriterPool};
 use diesel::Connection;
 use diesel::connection::CacheSize;
 use diesel::connection::SimpleConnection;
@@ -160,8 +160,8 @@ pub struct Database {
     shared: Option<SharedPg>,
     /// Told how long each checkout waited, once someone asked ([`Database::observe_pool_waits`]).
     pool_waits: OnceLock<PoolWaitObserver>,
-    /// What its spans say of the server ([`crate::trace`]).
-    span_attributes: crate::trace::DbAttributes,
+    /// What its spans say of the server ([`crate::engine::trace`]).
+    span_attributes: crate::engine::trace::DbAttributes,
 }
 
 /// What [`Database::observe_pool_waits`] calls with each checkout's wait.
@@ -271,8 +271,8 @@ fn apply_sqlite_pragmas(
 }
 
 impl Database {
-    /// What its spans say of the server ([`crate::trace`]).
-    pub(crate) fn span_attributes(&self) -> &crate::trace::DbAttributes {
+    /// What its spans say of the server ([`crate::engine::trace`]).
+    pub(crate) fn span_attributes(&self) -> &crate::engine::trace::DbAttributes {
         &self.span_attributes
     }
 
@@ -354,8 +354,8 @@ impl Database {
             shared: None,
             pool_waits: OnceLock::new(),
             span_attributes: match engine {
-                Engine::Sqlite => crate::trace::DbAttributes::sqlite(),
-                Engine::Postgres => crate::trace::DbAttributes::postgres(&config.url),
+                Engine::Sqlite => crate::engine::trace::DbAttributes::sqlite(),
+                Engine::Postgres => crate::engine::trace::DbAttributes::postgres(&config.url),
             },
         })
     }
@@ -430,7 +430,7 @@ impl Database {
     /// Runs `work` on a pooled connection, waiting for the database until `deadline` at most
     /// in all: the checkout waits at most until then (its wait is observed,
     /// [`Database::observe_pool_waits`]),
-    /// and when less than the configured timeout (minus [`crate::lock_wait::LOCK_WAIT_SLACK`]) is
+    /// and when less than the configured timeout (minus `lock_wait::LOCK_WAIT_SLACK`) is
     /// left after it, the work's lock waits (SQLite `busy_timeout`, PostgreSQL `lock_timeout`) are
     /// shortened to what is left. Behind a transaction pooler the work is one transaction
     /// that begins with its timeouts (`SET LOCAL`); elsewhere it runs as it is (a write opens
@@ -473,7 +473,7 @@ impl Database {
     }
 
     /// A connection of the pool within `budget`. While the pool is suspect (a connection
-    /// failed within the last 30 s, [`crate::suspicion`]), each connection is verified with
+    /// failed within the last 30 s, [`crate::engine::suspicion`]), each connection is verified with
     /// a trivial statement first and a dead one is closed and replaced.
     fn checkout(&self, budget: Duration) -> Result<DbConn, StoreError> {
         let started = Instant::now();
@@ -543,7 +543,7 @@ impl Database {
     /// Hands a connection back after work. One whose work `failed` in the database (it
     /// may be broken), or that finished only after its request had given up (`late`: its
     /// state is not known), is closed instead of going back to the pool, and the pool
-    /// turns suspect for 30 s (`crate::suspicion`): the other connections of an outage are verified
+    /// turns suspect for 30 s (`crate::engine::suspicion`): the other connections of an outage are verified
     /// before they are handed out again.
     pub fn release(&self, mut conn: DbConn, failed: bool, late: bool) {
         if failed || late {
@@ -558,7 +558,7 @@ impl Database {
     }
 
     /// On PostgreSQL, opens the way for single statements to run on shared, pipelining
-    /// connections ([`crate::shared_pg`]), `per_thread` on each thread that runs them (the
+    /// connections (`shared_pg`), `per_thread` on each thread that runs them (the
     /// server's workers). Returns why not when the URL has something tokio-postgres does not
     /// read as libpq does (then statements keep running on the blocking pool); nothing to do
     /// on SQLite or behind a transaction pooler.
@@ -601,7 +601,7 @@ impl Database {
     }
 
     /// Applies pending migrations and provisions the server's secrets
-    /// ([`crate::secrets::provision`]); returns the versions applied. On PostgreSQL all
+    /// (`secrets::provision`); returns the versions applied. On PostgreSQL all
     /// pending migrations are one transaction holding an advisory lock, so instances starting
     /// together migrate one at a time (the others then find nothing pending), a failure
     /// leaves the schema as it was, and a transaction pooler keeps the lock and the settings
@@ -623,7 +623,7 @@ impl Database {
                 c.run_pending_migrations(POSTGRES_MIGRATIONS).map(versions).map_err(migration_failed)
             }),
         }?;
-        crate::secrets::provision(&mut conn)?;
+        crate::engine::secrets::provision(&mut conn)?;
         Ok(applied)
     }
 
