@@ -1,10 +1,11 @@
 //! Checks the hand-written handlers against `openapi/openapi.yaml`.
 //!
-//! Generates, from the document, the operation table, the `Operations` trait (one method
-//! per `operationId`, typed with the contract crate's generated types) and the actix-web
-//! routes that call it. `src/handlers/mod.rs` implements the trait, so an operation without a
-//! handler, a handler without an operation, or a handler whose types no longer match the
-//! document fails to compile with an error naming the operation.
+//! Generates, from the document, the operation table, one trait per tag (one method per
+//! `operationId`, typed with the contract crate's generated types; `Operations` is all of
+//! them) and the actix-web routes that call them. Each module of `src/handlers/` implements
+//! its tag's trait, so an operation without a handler, a handler without an operation, or a
+//! handler whose types no longer match the document fails to compile with an error naming
+//! the operation.
 
 use std::path::PathBuf;
 

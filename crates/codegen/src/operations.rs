@@ -1,4 +1,5 @@
-//! The operation table, the `Operations` trait and the actix-web route wiring.
+//! The operation table, the traits of the handlers (one per tag) and the actix-web route
+//! wiring.
 //!
 //! For every operation of the document the generated code holds:
 //! - an entry of `OPERATIONS` (method, path, `operationId`, success status, who may call
@@ -133,7 +134,7 @@ fn role_names() -> Vec<&'static str> {
     ROLES.iter().map(|(name, _)| *name).collect()
 }
 
-/// Generates the operation table, the `Operations` trait, the actix-web handlers and
+/// Generates the operation table, the tags' traits and `Operations`, the actix-web handlers and
 /// `configure`, which registers every route.
 pub fn generate(doc: &Value) -> String {
     let ops = collect(doc);
