@@ -50,9 +50,11 @@ use opentelemetry::trace::{
     Link, Span as _, SpanContext, SpanId, SpanKind, Status, TraceContextExt, TraceFlags, TraceId, TraceState,
     Tracer as _, TracerProvider as _,
 };
-use opentelemetry::{Array, InstrumentationScope, KeyValue, StringValue, Value};
+use opentelemetry::{Array, InstrumentationScope, Key, KeyValue, StringValue, Value};
 use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
+use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::resource::EnvResourceDetector;
 use opentelemetry_sdk::trace::{BatchSpanProcessor, SdkTracer, SdkTracerProvider};
 use std::future::Future;
 use std::sync::OnceLock;
@@ -101,20 +103,7 @@ pub fn init(endpoint: Option<&str>, engine: &'static str) -> Result<bool, String
         .build()
         .map_err(|e| format!("tracing: cannot build the OTLP exporter: {e}"))?;
     let processor = export::Ended(BatchSpanProcessor::builder(export::Counted(exporter)).build());
-    let mut resource = opentelemetry_sdk::Resource::builder();
-    // `wpds` unless the environment names the service.
-    let named = var("OTEL_SERVICE_NAME").is_some()
-        || var("OTEL_RESOURCE_ATTRIBUTES")
-            .is_some_and(|a| a.split(',').any(|kv| kv.trim().starts_with("service.name=")));
-    if !named {
-        resource = resource.with_service_name("wpds");
-    }
-    let resource = resource
-        .with_attributes([
-            KeyValue::new("service.version", env!("CARGO_PKG_VERSION")),
-            KeyValue::new("db.system.name", engine),
-        ])
-        .build();
+    let resource = resource(engine, var("OTEL_SERVICE_NAME"));
     let (sampler, ratio) =
         (std::env::var("OTEL_TRACES_SAMPLER").ok(), std::env::var("OTEL_TRACES_SAMPLER_ARG").ok());
     if let Some(warning) = sampling::fallback(sampler.as_deref(), ratio.as_deref()) {
@@ -135,6 +124,29 @@ pub fn init(endpoint: Option<&str>, engine: &'static str) -> Result<bool, String
     start_batch_spans(TRACING.get().ok_or("tracing: not started")?)?;
     Ok(true)
 }
+
+/// The resource every span carries: what the SDK reads of the environment
+/// (`OTEL_RESOURCE_ATTRIBUTES`), the service's version, the engine (`db.system.name`), and the
+/// service's name: `service_name` (`OTEL_SERVICE_NAME`) when it is set, which the
+/// specification says wins over a `service.name` in `OTEL_RESOURCE_ATTRIBUTES`; else that
+/// one; else `wpds`. The SDK's builder applies the attributes after `OTEL_SERVICE_NAME`
+/// (opentelemetry-rust#1298), so the name is set here, last.
+fn resource(engine: &'static str, service_name: Option<String>) -> Resource {
+    let attributes = Resource::builder_empty().with_detector(Box::new(EnvResourceDetector::new())).build();
+    let name = service_name
+        .or_else(|| attributes.get(&Key::from_static_str(SERVICE_NAME)).map(|name| name.to_string()))
+        .unwrap_or_else(|| "wpds".to_owned());
+    Resource::builder()
+        .with_attributes([
+            KeyValue::new("service.version", env!("CARGO_PKG_VERSION")),
+            KeyValue::new("db.system.name", engine),
+        ])
+        .with_service_name(name)
+        .build()
+}
+
+/// The resource attribute that names the service.
+const SERVICE_NAME: &str = "service.name";
 
 /// Exports what is left and stops the exporter (at shutdown), within one export timeout:
 /// a collector that does not answer costs the shutdown that long, no longer.
@@ -429,6 +441,61 @@ mod tests {
     }
 
     const PARENT: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+
+    /// The resource's value for `key`, as text.
+    fn attribute(resource: &Resource, key: &'static str) -> Option<String> {
+        resource.get(&Key::from_static_str(key)).map(|value| value.to_string())
+    }
+
+    /// The SDK reads `OTEL_RESOURCE_ATTRIBUTES` from the process's environment: the test runs
+    /// itself again in a child process given `env` (`None` removes a variable), where
+    /// `WPDS_TEST_RESOURCE_CHILD` is set and the assertions run; no other test's environment
+    /// changes.
+    fn in_child(test: &str, env: &[(&str, Option<&str>)]) -> bool {
+        if std::env::var_os("WPDS_TEST_RESOURCE_CHILD").is_some() {
+            return true;
+        }
+        let mut child = std::process::Command::new(std::env::current_exe().expect("the test binary"));
+        child.args(["--exact", &format!("telemetry::tests::{test}"), "--test-threads=1"]);
+        child.env("WPDS_TEST_RESOURCE_CHILD", "1");
+        for (name, value) in env {
+            match value {
+                Some(value) => child.env(name, value),
+                None => child.env_remove(name),
+            };
+        }
+        let output = child.output().expect("the test binary runs");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{test} failed in its child process:\n{stdout}");
+        assert!(stdout.contains("1 passed"), "{test} did not run in its child process:\n{stdout}");
+        false
+    }
+
+    #[test]
+    fn otel_service_name_wins_over_a_service_name_in_otel_resource_attributes() {
+        let env = [("OTEL_RESOURCE_ATTRIBUTES", Some("service.name=b,deployment.environment.name=test"))];
+        if in_child("otel_service_name_wins_over_a_service_name_in_otel_resource_attributes", &env) {
+            let named = resource("sqlite", Some("a".to_owned()));
+            assert_eq!(attribute(&named, "service.name").as_deref(), Some("a"));
+            // The rest of the environment's attributes stay, beside the service's own.
+            assert_eq!(attribute(&named, "deployment.environment.name").as_deref(), Some("test"));
+            assert_eq!(attribute(&named, "service.version").as_deref(), Some(env!("CARGO_PKG_VERSION")));
+            assert_eq!(attribute(&named, "db.system.name").as_deref(), Some("sqlite"));
+            // Without OTEL_SERVICE_NAME, the attributes' name.
+            assert_eq!(attribute(&resource("sqlite", None), "service.name").as_deref(), Some("b"));
+        }
+    }
+
+    #[test]
+    fn the_service_is_named_wpds_when_the_environment_names_none() {
+        let env = [
+            ("OTEL_RESOURCE_ATTRIBUTES", Some("deployment.environment.name=test")),
+            ("OTEL_SERVICE_NAME", None),
+        ];
+        if in_child("the_service_is_named_wpds_when_the_environment_names_none", &env) {
+            assert_eq!(attribute(&resource("postgresql", None), "service.name").as_deref(), Some("wpds"));
+        }
+    }
 
     /// A `tracestate` of `count` entries of 104 bytes each (a value may be 256 at most).
     fn entries(count: usize) -> String {
