@@ -31,9 +31,12 @@ pub struct DatabaseArgs {
     pub sqlite_synchronous: Synchronous,
 
     /// What stands between the server and PostgreSQL: `none` (also a pooler in session
-    /// mode), or `transaction` for a pooler that lends a server connection per transaction
+    /// mode); `transaction` for a pooler that lends a server connection per transaction
     /// (PgBouncer's `pool_mode = transaction`): then no statement stays prepared, timeouts
-    /// are set per transaction, and single statements do not pipeline.
+    /// are set per transaction, and single statements do not pipeline; or
+    /// `transaction-prepared` for one that also keeps prepared statements (PgBouncer 1.21 or
+    /// later with `max_prepared_statements`): statements stay prepared and pipeline, and the
+    /// role's timeouts bound them (checked at start-up).
     #[arg(long, env = "WPDS_PG_POOLER", value_enum, default_value_t = PgPooler::None)]
     pub pg_pooler: PgPooler,
 }
@@ -45,6 +48,8 @@ pub enum PgPooler {
     None,
     /// A pooler in transaction mode.
     Transaction,
+    /// A pooler in transaction mode that keeps prepared statements across transactions.
+    TransactionPrepared,
 }
 
 impl From<PgPooler> for Pooler {
@@ -52,6 +57,7 @@ impl From<PgPooler> for Pooler {
         match value {
             PgPooler::None => Pooler::None,
             PgPooler::Transaction => Pooler::Transaction,
+            PgPooler::TransactionPrepared => Pooler::TransactionPrepared,
         }
     }
 }

@@ -4,9 +4,11 @@
 //! `TEST_DATABASE_URL` unset (or not PostgreSQL): a new SQLite file in the temp directory.
 //! `TEST_DATABASE_URL=postgres://…/DB`: a new database on that server, created with the
 //! URL's credentials. Either is removed when the [`TestDatabase`] is dropped.
-//! `WPDS_PG_POOLER=transaction` says `TEST_DATABASE_URL` leads through a transaction
-//! pooler (PgBouncer): servers started by the tests inherit it, and [`pooler`] tells the
-//! in-process ones.
+//! `WPDS_PG_POOLER=transaction` (or `transaction-prepared`) says `TEST_DATABASE_URL` leads
+//! through a transaction pooler (PgBouncer): servers started by the tests inherit it, and
+//! [`pooler`] tells the in-process ones. Behind one that keeps prepared statements the
+//! role's timeouts bound the servers' statements, so each database gets them as an
+//! operator sets them ([`TestDatabase::bound_statements`]).
 //!
 //! [`TestDatabase::demo`] starts from a template, migrated and loaded with the demo fixture
 //! once (per content of the migrations and the fixture, [`template_key`]): a copy of a file
@@ -96,10 +98,58 @@ impl TestDatabase {
         diesel::sql_query(format!("CREATE DATABASE {name}{from}"))
             .execute(&mut admin)
             .expect("create a test database");
-        TestDatabase {
+        let database = TestDatabase {
             url: database_url(&admin_url, &name),
             scratch: Scratch::PostgresDatabase { admin_url, name },
+        };
+        database.bound_statements(ROLE_STATEMENT_TIMEOUT);
+        database
+    }
+
+    /// Behind a pooler that keeps prepared statements (`WPDS_PG_POOLER=transaction-prepared`),
+    /// sets the role's timeouts in this database as docs/operations.md has an operator set
+    /// them: `statement_timeout` to `statement` (at most the timeout of every server the test
+    /// starts on it, which refuses a looser one) and `lock_timeout` to 50 ms. A server
+    /// connection reads them when it opens: call it before any server reached the database.
+    /// Nothing to do in any other run.
+    pub fn bound_statements(&self, statement: std::time::Duration) {
+        let Scratch::PostgresDatabase { admin_url, name } = &self.scratch else { return };
+        if pooler() != wpds_storage::Pooler::TransactionPrepared {
+            return;
         }
+        let mut admin = diesel::PgConnection::establish(admin_url).expect("TEST_DATABASE_URL is reachable");
+        diesel::sql_query(format!(
+            "ALTER ROLE CURRENT_USER IN DATABASE {name} SET statement_timeout = '{}ms'",
+            statement.as_millis()
+        ))
+        .execute(&mut admin)
+        .expect("the role's statement timeout");
+        diesel::sql_query(format!("ALTER ROLE CURRENT_USER IN DATABASE {name} SET lock_timeout = '50ms'"))
+            .execute(&mut admin)
+            .expect("the role's lock timeout");
+    }
+}
+
+/// The role's `statement_timeout` in each test database behind a pooler that keeps prepared
+/// statements: the shortest database timeout of the servers the tests start (1 s,
+/// tests/reliability's outage tests), but a test that starts one with a shorter timeout
+/// sets its own ([`TestDatabase::bound_statements`]).
+pub const ROLE_STATEMENT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
+
+impl TestDatabase {
+    /// This database on the PostgreSQL server itself (`TEST_DATABASE_DIRECT_URL`'s, when
+    /// `TEST_DATABASE_URL` leads through a pooler); its URL for SQLite.
+    pub fn direct_url(&self) -> String {
+        match &self.scratch {
+            Scratch::PostgresDatabase { admin_url, name } => database_url(&direct_url(admin_url), name),
+            Scratch::SqliteFile(_) => self.url.clone(),
+        }
+    }
+
+    /// The database name a PostgreSQL `url` ends in.
+    pub fn name_of(url: &str) -> String {
+        let (_, name) = url.rsplit_once('/').expect("a database URL ends in /DBNAME");
+        name.split('?').next().unwrap_or(name).to_owned()
     }
 }
 
@@ -116,7 +166,7 @@ fn direct_url(test_url: &str) -> String {
         Ok(url) => url,
         Err(_) if pooler() == wpds_storage::Pooler::None => test_url.to_owned(),
         Err(_) => panic!(
-            "TEST_DATABASE_URL leads through a pooler (WPDS_PG_POOLER=transaction): set \
+            "TEST_DATABASE_URL leads through a pooler (WPDS_PG_POOLER): set \
              TEST_DATABASE_DIRECT_URL=postgres://USER@HOST:PORT/DB to the PostgreSQL server itself, \
              where the template database is made"
         ),
@@ -260,6 +310,7 @@ fn postgres_url() -> Option<String> {
 pub fn pooler() -> wpds_storage::Pooler {
     match std::env::var("WPDS_PG_POOLER").as_deref() {
         Ok("transaction") => wpds_storage::Pooler::Transaction,
+        Ok("transaction-prepared") => wpds_storage::Pooler::TransactionPrepared,
         _ => wpds_storage::Pooler::None,
     }
 }

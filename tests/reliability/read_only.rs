@@ -7,7 +7,7 @@
 //! (`ALTER DATABASE … SET default_transaction_read_only = on`) and ends the server's
 //! sessions, so that every connection the server opens from then on is read-only, like one
 //! to a standby; then it resets the setting without touching the server's connections.
-//! Behind PgBouncer (the CI pass with `WPDS_PG_POOLER=transaction`) the server's connections
+//! Behind PgBouncer (the CI passes with `WPDS_PG_POOLER=transaction…`) the server's connections
 //! are PgBouncer's: there it replaces its server connections at each turn, as an operator
 //! re-points it after a failover.
 
@@ -26,13 +26,13 @@ fn admin(url: &str, sql: &str) {
     conn.batch_execute(&statement).unwrap_or_else(|e| panic!("{statement}: {e}"));
 }
 
-/// Behind PgBouncer (`WPDS_PG_POOLER=transaction`), its server connections are replaced
+/// Behind PgBouncer (`WPDS_PG_POOLER=transaction…`), its server connections are replaced
 /// (`RECONNECT` on its admin console): after the database turned read-only, so that none
 /// made before (the one the test's own statements ran on) is left; and once it takes writes
 /// again, as an operator does after a failover, so that none made while it was read-only is
 /// kept.
 fn reconnect_pooler(url: &str) {
-    if crate::database::pooler() != wpds_storage::Pooler::Transaction {
+    if !crate::database::pooler().lends_transactions() {
         return;
     }
     let console = format!("{}/pgbouncer", url.rsplit_once('/').expect("a database URL").0);

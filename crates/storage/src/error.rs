@@ -149,6 +149,13 @@ impl From<diesel::result::Error> for StoreError {
             Error::DatabaseError(_, info) if is_busy(info.message()) || is_storage_fault(info.message()) => {
                 StoreError::Unavailable(info.message().to_owned())
             }
+            Error::DatabaseError(_, info) if is_stale_statement(info.message()) => {
+                StoreError::Unavailable(format!(
+                    "{} (a migration changed what a prepared statement returns: the connection is replaced; \
+                 behind a pooler that keeps prepared statements, RECONNECT on PgBouncer's console)",
+                    info.message()
+                ))
+            }
             _ => StoreError::Internal(error.to_string()),
         }
     }
@@ -178,6 +185,15 @@ fn is_busy(message: &str) -> bool {
         || message.contains("server closed the connection")
         || message.contains("in a read-only transaction")
         || message.contains("during recovery")
+}
+
+/// PostgreSQL refuses a prepared statement whose result columns a migration changed
+/// (SQLSTATE 0A000, "cached plan must not change result type"). The server selects its
+/// columns by name, so a migration that adds never causes it; one that changes a selected
+/// column's type in place would. The connection is discarded (503, like a busy database):
+/// its successor prepares the statement again.
+fn is_stale_statement(message: &str) -> bool {
+    message.contains("cached plan must not change result type")
 }
 
 /// SQLite cannot write its files: SQLITE_READONLY (a read-only file or directory),

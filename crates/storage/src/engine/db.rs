@@ -19,6 +19,16 @@
 //! begins with `SET LOCAL` of its timeouts), no shared connections (diesel-async always
 //! prepares named statements), and migrations take a transaction's advisory lock.
 //!
+//! A pooler that also keeps protocol-level prepared statements across transactions
+//! (PgBouncer 1.21 or later with `max_prepared_statements`, [`Pooler::TransactionPrepared`])
+//! gives back what the session gave: statements stay prepared, and single statements
+//! pipeline on shared connections, each its own implicit transaction (no `BEGIN`/`COMMIT`
+//! around one statement). Still nothing is set for a session: the timeouts of a statement
+//! outside a unit of work are the role's or the database's (`ALTER ROLE … SET`), which
+//! [`Database::reach`] reads back and refuses, giving the commands to run, when they are
+//! unset or looser than the server's; work of several statements is one transaction that
+//! sets its own, as behind any transaction pooler.
+//!
 //! On SQLite a [`Writer`] thread, with a connection of its own, runs the writes the server
 //! hands it ([`Database::writer`]) in batches; the pool serves reads (see
 //! [`crate::engine::writer`]).
@@ -95,6 +105,20 @@ pub enum Pooler {
     /// `pool_mode = transaction`): nothing may outlive a transaction (see the module
     /// documentation).
     Transaction,
+    /// A pooler that lends a server connection for one transaction at a time and keeps
+    /// protocol-level prepared statements across transactions (PgBouncer 1.21 or later with
+    /// `max_prepared_statements` above 0): statements stay prepared and single statements
+    /// pipeline on shared connections; the timeouts come from the role (see the module
+    /// documentation).
+    TransactionPrepared,
+}
+
+impl Pooler {
+    /// Whether a server connection is the server's for one transaction only, so work of
+    /// several statements is one transaction that sets its own timeouts.
+    pub fn lends_transactions(self) -> bool {
+        matches!(self, Pooler::Transaction | Pooler::TransactionPrepared)
+    }
 }
 
 /// SQLite's `synchronous` setting: what a commit waits for before it counts as done.
@@ -153,6 +177,9 @@ pub struct Database {
     pooler: Pooler,
     /// Whether the database was reached and migrated: until then no work runs.
     ready: AtomicBool,
+    /// Behind a transaction pooler, whether the role's timeouts bound statements, so a unit
+    /// of one statement needs no transaction of its own ([`Database::read_role_timeouts`]).
+    bare_statements: AtomicBool,
     /// Whether a connection failed recently (see [`Database::release`]).
     suspicion: Arc<Suspicion>,
     /// On PostgreSQL, the shared connections single statements pipeline on, once the server
@@ -162,6 +189,16 @@ pub struct Database {
     pool_waits: OnceLock<PoolWaitObserver>,
     /// What its spans say of the server ([`crate::engine::trace`]).
     span_attributes: crate::engine::trace::DbAttributes,
+}
+
+/// How [`Database::run_as`] runs work on its connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unit {
+    /// Any work: behind a transaction pooler one transaction that sets its timeouts; else
+    /// as it is, its lock wait shortened to its deadline.
+    Work,
+    /// One statement as it is, bounded by the role's timeouts.
+    BareStatement,
 }
 
 /// What [`Database::observe_pool_waits`] calls with each checkout's wait.
@@ -204,6 +241,9 @@ impl CustomizeConnection<PgConnection, diesel::r2d2::Error> for PostgresSession 
                 conn.set_prepared_statement_cache_size(CacheSize::Disabled);
                 Ok(())
             }
+            // The pooler keeps the statements; the role keeps the timeouts
+            // ([`Database::reach`] checked them).
+            Pooler::TransactionPrepared => Ok(()),
         }
     }
 }
@@ -350,6 +390,7 @@ impl Database {
                 Engine::Postgres => config.pooler,
             },
             ready: AtomicBool::new(false),
+            bare_statements: AtomicBool::new(false),
             suspicion: Default::default(),
             shared: None,
             pool_waits: OnceLock::new(),
@@ -361,10 +402,14 @@ impl Database {
     }
 
     /// Connects and applies pending migrations; from then on the database serves work.
-    /// Returns the versions applied.
+    /// Returns the versions applied. Behind a transaction pooler it first reads the role's
+    /// timeouts back ([`Database::read_role_timeouts`]).
     pub fn reach(&self) -> Result<Vec<String>, StoreError> {
         if self.engine == Engine::Postgres {
             probe(&self.url, self.timeout)?;
+        }
+        if self.pooler.lends_transactions() && self.engine == Engine::Postgres {
+            self.read_role_timeouts()?;
         }
         let applied = self.migrate()?;
         self.ready.store(true, Ordering::Relaxed);
@@ -392,6 +437,33 @@ impl Database {
                     pause = (pause * 2).min(Duration::from_secs(5));
                 }
                 outcome => return outcome,
+            }
+        }
+    }
+
+    /// Behind a transaction pooler: whether the role's timeouts bound statements within the
+    /// server's (`crate::engine::role_timeouts`). When they do, a unit of work that is one
+    /// statement runs as it is ([`Database::run_statement_until`]); when they do not, behind
+    /// a pooler that keeps prepared statements the server refuses to start (`Internal`,
+    /// saying what to run: its shared connections' statements would have no bound), and
+    /// behind one that keeps none each unit stays a transaction that sets its own, which
+    /// is logged once with what to run.
+    fn read_role_timeouts(&self) -> Result<(), StoreError> {
+        let shortfall = crate::engine::role_timeouts::shortfall(&mut self.conn()?, self.timeout)?;
+        self.bare_statements.store(shortfall.is_none(), Ordering::Relaxed);
+        match (shortfall, self.pooler) {
+            (None, _) => Ok(()),
+            (Some(why), Pooler::TransactionPrepared) => Err(StoreError::Internal(format!(
+                "behind a pooler that keeps prepared statements (WPDS_PG_POOLER=transaction-prepared) \
+                 the server sets no timeout for a session, so the role's bound its statements: {why}; \
+                 then start the server again"
+            ))),
+            (Some(why), _) => {
+                log::info!(
+                    "behind a transaction pooler each statement runs in a transaction that sets its \
+                     timeouts (two more round trips), since the role's do not bound it: {why}"
+                );
+                Ok(())
             }
         }
     }
@@ -445,6 +517,35 @@ impl Database {
         deadline: Instant,
         work: impl FnOnce(&mut DbConn) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
+        self.run_as(deadline, Unit::Work, work)
+    }
+
+    /// [`Database::run_until`] for work that is one statement (`Read::statement`, a write's
+    /// first statement): behind a transaction pooler whose role bounds statements
+    /// ([`Database::read_role_timeouts`]) it runs as it is, in its own implicit transaction,
+    /// one round trip instead of three, waiting for a lock as long as the role's
+    /// `lock_timeout` (a lock wait then leaves the connection pooled). Elsewhere it is any
+    /// work.
+    pub(crate) fn run_statement_until<T>(
+        &self,
+        deadline: Instant,
+        work: impl FnOnce(&mut DbConn) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let unit = if self.pooler.lends_transactions() && self.bare_statements.load(Ordering::Relaxed) {
+            Unit::BareStatement
+        } else {
+            Unit::Work
+        };
+        self.run_as(deadline, unit, work)
+    }
+
+    /// [`Database::run_until`], `work` run as `unit` says.
+    fn run_as<T>(
+        &self,
+        deadline: Instant,
+        unit: Unit,
+        work: impl FnOnce(&mut DbConn) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
         if !self.is_ready() {
             return Err(StoreError::Unavailable(
                 "the database has not been reached since start-up".to_owned(),
@@ -457,11 +558,19 @@ impl Database {
         }
         let left = deadline.saturating_duration_since(Instant::now());
         let lock_wait = if shortens(left, self.timeout) { left } else { self.timeout };
-        let (result, healthy) = match self.pooler {
-            Pooler::None => self.with_lock_wait(&mut conn, lock_wait, work),
-            Pooler::Transaction => (self.in_transaction(&mut conn, lock_wait, work), true),
+        let (result, healthy) = match unit {
+            Unit::BareStatement => (work(&mut conn), true),
+            Unit::Work if self.pooler.lends_transactions() => {
+                (self.in_transaction(&mut conn, lock_wait, work), true)
+            }
+            Unit::Work => self.with_lock_wait(&mut conn, lock_wait, work),
         };
-        let failed = !healthy || matches!(result, Err(StoreError::Unavailable(_) | StoreError::Internal(_)));
+        let failed = !healthy
+            || match &result {
+                Err(busy) if unit == Unit::BareStatement && busy.is_lock_wait() => false,
+                Err(StoreError::Unavailable(_) | StoreError::Internal(_)) => true,
+                _ => false,
+            };
         self.release(conn, failed, Instant::now() > deadline);
         result
     }
@@ -571,10 +680,14 @@ impl Database {
             // transaction's server connection does not have.
             return Ok(());
         }
-        let shared = SharedPg::new(&self.url, self.timeout, per_thread, Arc::clone(&self.suspicion))
-            .map_err(|why| {
-                format!("the database URL is not one tokio-postgres reads as libpq does ({why})")
-            })?;
+        // Behind a pooler the role's timeouts hold ([`Database::reach`]): a setting made for
+        // the session would stay on a server connection that other clients get next.
+        let session_settings = self.pooler == Pooler::None;
+        let shared =
+            SharedPg::new(&self.url, self.timeout, per_thread, session_settings, Arc::clone(&self.suspicion))
+                .map_err(|why| {
+                    format!("the database URL is not one tokio-postgres reads as libpq does ({why})")
+                })?;
         self.shared = Some(shared);
         Ok(())
     }

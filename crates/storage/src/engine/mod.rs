@@ -18,13 +18,15 @@
 //! (`conn.rs`), the one way in (`work.rs`), the SQLite writer thread (`writer.rs`), the
 //! shared PostgreSQL connections (`shared_pg.rs`), statements on any connection
 //! (`statement.rs`), lock waits within a budget (`lock_wait.rs`), network timeouts
-//! (`network.rs`), the pool's suspicion after a failure (`suspicion.rs`), throttled logs
+//! (`network.rs`), the role's timeouts behind a pooler that keeps prepared statements
+//! (`role_timeouts.rs`), the pool's suspicion after a failure (`suspicion.rs`), throttled logs
 //! (`throttled_log.rs`), database spans (`trace.rs`), the server's secrets (`secrets.rs`).
 
 mod conn;
 mod db;
 mod lock_wait;
 mod network;
+mod role_timeouts;
 mod secrets;
 mod shared_pg;
 mod statement;

@@ -13,7 +13,10 @@
 //! - Timeouts are set in code, not read from the URL: connect timeout, TCP keepalives and
 //!   `tcp_user_timeout` as the blocking connections get them
 //!   (`crate::engine::network::network_settings`), and `statement_timeout` (the database
-//!   timeout) and `lock_timeout` ([`LOCK_WAIT`]) at connection start-up.
+//!   timeout) and `lock_timeout` ([`LOCK_WAIT`]) at connection start-up — on PostgreSQL
+//!   itself; behind a transaction pooler nothing is set for a session (it would stay on a
+//!   server connection another client gets next), and the role's settings bound statements
+//!   instead ([`crate::engine::db`]).
 //! - The caller bounds each statement by its request's deadline; a statement dropped
 //!   before it finished (its request gave up), or one that failed in the database, takes
 //!   its connection out of use (it closes once its other statements are done) and makes
@@ -57,8 +60,9 @@ pub struct SharedPg {
     id: u64,
     config: tokio_postgres::Config,
     tls: MakeTlsConnector,
-    /// The session's settings, made on each new connection before its first use.
-    session: String,
+    /// The session's settings, made on each new connection before its first use (none
+    /// behind a pooler).
+    session: Option<String>,
     per_thread: usize,
     suspicion: Arc<Suspicion>,
     /// Every thread's connections, for [`SharedPg::state`] (read from other threads).
@@ -137,7 +141,8 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 impl SharedPg {
     /// Shared connections to the database at `url` (the URL as configured, before
     /// [`crate::engine::network::with_network_timeouts`]), `per_thread` on each thread that runs
-    /// statements; statements and lock waits end after `timeout`. An error says why the
+    /// statements; statements and lock waits end after `timeout`, set for each connection's
+    /// session when `session_settings` (else the role's settings hold). An error says why the
     /// URL cannot be read the same way by tokio-postgres (a libpq-only parameter, say
     /// `sslmode=verify-full` or `sslrootcert`); the caller then keeps statements on the
     /// blocking pool.
@@ -145,6 +150,7 @@ impl SharedPg {
         url: &str,
         timeout: Duration,
         per_thread: usize,
+        session_settings: bool,
         suspicion: Arc<Suspicion>,
     ) -> Result<Self, String> {
         let mut config: tokio_postgres::Config = url.parse().map_err(|e: tokio_postgres::Error| {
@@ -171,7 +177,8 @@ impl SharedPg {
         let (millis, lock_millis) = (timeout.as_millis(), timeout.min(LOCK_WAIT).as_millis().max(1));
         // Set once the connection is made, not sent as the `options` startup parameter,
         // which PgBouncer refuses (and, told to ignore it, drops silently).
-        let session = format!("SET statement_timeout = {millis}; SET lock_timeout = {lock_millis}");
+        let session = session_settings
+            .then(|| format!("SET statement_timeout = {millis}; SET lock_timeout = {lock_millis}"));
         let mut tls = SslConnector::builder(SslMethod::tls()).map_err(|e| format!("TLS: {e}"))?;
         // libpq's `prefer` and `require`: encryption without verifying the certificate
         // (the modes that verify make `new` fail above: tokio-postgres does not read them).
@@ -331,9 +338,11 @@ impl SharedPg {
         let mut conn = AsyncPgConnection::try_from_client_and_connection(client, connection)
             .await
             .map_err(|e| unavailable(&e))?;
-        diesel_async::SimpleAsyncConnection::batch_execute(&mut conn, &self.session)
-            .await
-            .map_err(|e| unavailable(&e))?;
+        if let Some(session) = &self.session {
+            diesel_async::SimpleAsyncConnection::batch_execute(&mut conn, session)
+                .await
+                .map_err(|e| unavailable(&e))?;
+        }
         log::debug!("opened a shared PostgreSQL connection on {:?}", std::thread::current().name());
         Ok(conn)
     }

@@ -3,12 +3,12 @@
 //! caller's [`Budget`], and decide here, by engine and configuration, which connection
 //! serves it:
 //!
-//! | work | SQLite | PostgreSQL | PostgreSQL behind a transaction pooler |
+//! | work | SQLite | PostgreSQL, or behind a pooler that keeps prepared statements | PostgreSQL behind a transaction pooler that keeps none |
 //! |---|---|---|---|
-//! | a read ([`Read::new`]) | a pooled connection, on the blocking threads | a pooled connection | a pooled connection, in one transaction ([`Database::run_until`]) |
-//! | a read of one statement ([`Read::statement`]) | a pooled connection | a shared, pipelining connection ([`crate::engine::shared_pg`]) | a pooled connection |
-//! | a write ([`Write::new`]) | the writer thread, batched ([`crate::engine::writer`]) | a pooled connection | a pooled connection |
-//! | a write whose common case is one statement ([`Write::first_then`]) | the writer, both parts in one job | the statement on a shared connection, the rest (when needed) on a pooled one | a pooled connection |
+//! | a read ([`Read::new`]) | a pooled connection, on the blocking threads | a pooled connection (behind a pooler, in one transaction, [`Database::run_until`]) | a pooled connection, in one transaction |
+//! | a read of one statement ([`Read::statement`]) | a pooled connection | a shared, pipelining connection ([`crate::engine::shared_pg`]) | a pooled connection: as it is when the role's timeouts bound it, else in a transaction ([`Database::run_statement_until`]) |
+//! | a write ([`Write::new`]) | the writer thread, batched ([`crate::engine::writer`]) | a pooled connection | a pooled connection, in one transaction |
+//! | a write whose common case is one statement ([`Write::first_then`]) | the writer, both parts in one job | the statement on a shared connection, the rest (when needed) on a pooled one | the statement on a pooled connection as a read of one statement, the rest (when needed) in a transaction |
 //!
 //! Callers never see which: they hand over the work and a budget, and get its result.
 //!
@@ -215,7 +215,7 @@ impl Database {
                         .spend(|deadline| on_shared(shared, deadline, &statement, |conn, s| s.on(conn)))
                         .await
                 }
-                (plan, _) => budget.spend(|deadline| self.on_pool(deadline, plan.blocking())).await,
+                (plan, _) => budget.spend(|deadline| self.plan_on_pool(deadline, plan)).await,
             }
         };
         self.traced(read.summary, connection, work).await
@@ -278,8 +278,37 @@ impl Database {
                 // otherwise enlarge (and be copied with) every request's future.
                 Box::pin(budget.spend(|deadline| self.on_pool(deadline, move |conn| staged.rest(conn)))).await
             }
-            (plan, _) => budget.spend(|deadline| self.on_pool(deadline, plan.blocking())).await,
+            (plan, _) => budget.spend(|deadline| self.plan_on_pool(deadline, plan)).await,
         }
+    }
+
+    /// Runs `plan` on pooled connections on a blocking thread, until `deadline` at most: a
+    /// statement, and a write's first statement, as one ([`Database::run_statement_until`]:
+    /// behind a transaction pooler whose role bounds statements, without a transaction of
+    /// its own), and a write's rest, when the first did not apply or met a row locked for
+    /// longer than the role's lock wait, as a unit of its own; any other work as one unit.
+    async fn plan_on_pool<T: Send + 'static>(
+        self: &Arc<Self>,
+        deadline: Instant,
+        plan: Plan<T>,
+    ) -> Result<T, StoreError> {
+        let db = Arc::clone(self);
+        self.on_blocking(deadline, move || match plan {
+            Plan::Blocking(work) => db.run_until(deadline, work),
+            Plan::Statement(statement) => {
+                db.run_statement_until(deadline, |conn| ready(statement.on(conn.statement())))
+            }
+            Plan::FirstThen(staged) => {
+                match db.run_statement_until(deadline, |conn| ready(staged.first(conn.statement()))) {
+                    Ok(Some(done)) => return Ok(done),
+                    Ok(None) => {}
+                    Err(busy) if busy.is_lock_wait() => {}
+                    Err(failed) => return Err(failed),
+                }
+                db.run_until(deadline, move |conn| staged.rest(conn))
+            }
+        })
+        .await
     }
 
     /// Whether the database serves now, as a read (for `/readyz`): a trivial query succeeds
@@ -300,7 +329,17 @@ impl Database {
         work: impl FnOnce(&mut DbConn) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
         let db = Arc::clone(self);
-        let call = tokio::task::spawn_blocking(move || db.run_until(deadline, work));
+        self.on_blocking(deadline, move || db.run_until(deadline, work)).await
+    }
+
+    /// Runs `call` on a blocking thread, until `deadline` at most (it then finishes on its
+    /// own, and its connections are closed rather than pooled, [`Database::release`]).
+    async fn on_blocking<T: Send + 'static>(
+        &self,
+        deadline: Instant,
+        call: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let call = tokio::task::spawn_blocking(call);
         match within(deadline, call).await {
             Ok(Ok(result)) => result,
             Ok(Err(blocking)) => Err(StoreError::Internal(format!("the blocking thread failed: {blocking}"))),
