@@ -38,7 +38,17 @@ fn wpds(database_url: &str, args: &[&str]) -> String {
 
 /// Starts a login of the demo member with `wpds token issue`: (access, refresh) token.
 pub fn issue_pair(database_url: &str) -> (String, String) {
-    let issued: Value = serde_json::from_str(&wpds(database_url, &["token", "issue", "--user", MEMBER]))
+    issue_pair_of(database_url, MEMBER)
+}
+
+/// An access token of `user` (a login of its own), from `wpds token issue`.
+pub fn issue_token(database_url: &str, user: &str) -> String {
+    issue_pair_of(database_url, user).0
+}
+
+/// Starts a login of `user` with `wpds token issue`: (access, refresh) token.
+fn issue_pair_of(database_url: &str, user: &str) -> (String, String) {
+    let issued: Value = serde_json::from_str(&wpds(database_url, &["token", "issue", "--user", user]))
         .expect("token issue prints JSON");
     let token = |name: &str| issued[name].as_str().unwrap_or_else(|| panic!("no {name}")).to_owned();
     (token("accessToken"), token("refreshToken"))

@@ -23,6 +23,7 @@ mod flood;
 mod harness;
 mod lost_updates;
 mod outage;
+mod pooler;
 mod proxy;
 mod rate_limits;
 mod read_only;
