@@ -403,7 +403,7 @@ impl Database {
 
     /// Connects and applies pending migrations; from then on the database serves work.
     /// Returns the versions applied. Behind a transaction pooler it first reads the role's
-    /// timeouts back ([`Database::read_role_timeouts`]).
+    /// timeouts back (`Database::read_role_timeouts`).
     pub fn reach(&self) -> Result<Vec<String>, StoreError> {
         if self.engine == Engine::Postgres {
             probe(&self.url, self.timeout)?;
