@@ -183,7 +183,7 @@ def check_spans(binary, workdir):
         def of_trace(t):
             return [s for s in spans() if s["traceId"] == t]
 
-        wait_until("the traced write's spans and the writer's batch span arrive", 20, lambda: len(of_trace(trace)) >= 4 and any(s["name"] == "sqlite writer batch" and any(l["traceId"] == trace for l in s["links"]) for s in spans()))
+        wait_until("the traced write's spans and the writer's batch span arrive", 20, lambda: {"SELECT tokens logins users", "UPDATE time_log_entries"} <= {s["name"] for s in of_trace(trace)} and any(s["kind"] == SERVER for s in of_trace(trace)) and any(s["name"] == "sqlite writer batch" and any(l["traceId"] == trace for l in s["links"]) for s in spans()))
         mine = of_trace(trace)
         roots = [s for s in mine if s["kind"] == SERVER]
         if len(roots) != 1:
@@ -221,9 +221,21 @@ def check_spans(binary, workdir):
                 fail(f"the write's server span has {absent}: {root['attributes']}")
         children = [s for s in mine if s["parentSpanId"] == root["spanId"]]
         names = sorted(s["name"] for s in children)
-        for name in ("authentication", "validation", "UPDATE time_log_entries"):
+        for name in ("SELECT tokens logins users", "UPDATE time_log_entries"):
             if name not in names:
                 fail(f"no {name} span under the server span: {names}")
+        # Authentication and validation are steps of the request's own: events of the server
+        # span, stamped within it, each with how long it took.
+        events = {e["name"]: e for e in root["events"]}
+        for name in ("authentication", "validation"):
+            event = events.get(name)
+            if event is None:
+                fail(f"no {name} event on the server span: {sorted(events)}")
+            took = event["attributes"].get("wpds.duration_ms")
+            if not isinstance(took, float) or took < 0 or not root["start"] <= event["time"] <= root["end"]:
+                fail(f"the {name} event: {event}, server span {root['start']}..{root['end']}")
+        if events["authentication"]["time"] > events["validation"]["time"]:
+            fail(f"validation came before authentication: {root['events']}")
         # The database span is named by what it does, with the database conventions' attributes.
         database = next(s for s in children if s["name"] == "UPDATE time_log_entries")
         database_expected = {
@@ -243,10 +255,9 @@ def check_spans(binary, workdir):
                 fail(f"{span['name']}: its parent is not in the trace")
             if span["kind"] != INTERNAL or not (up["start"] <= span["start"] <= span["end"] <= up["end"]):
                 fail(f"{span['name']} ({span['start']}..{span['end']}) is not within {up['name']} ({up['start']}..{up['end']})")
-        authentication = next(s for s in children if s["name"] == "authentication")
-        looked_up = [s for s in mine if s["parentSpanId"] == authentication["spanId"]]
-        if not any(s["name"] == "SELECT tokens logins users" and s["attributes"].get("db.query.summary") == s["name"] for s in looked_up):
-            fail(f"the token lookup is not a database span under authentication: {looked_up}")
+        lookup = next(s for s in children if s["name"] == "SELECT tokens logins users")
+        if lookup["attributes"].get("db.query.summary") != lookup["name"] or lookup["end"] > events["authentication"]["time"]:
+            fail(f"the token lookup is not a database span ended by the authentication event: {lookup}")
         batch = next(s for s in spans() if s["name"] == "sqlite writer batch" and any(l["traceId"] == trace for l in s["links"]))
         if {"traceId": trace, "spanId": database["spanId"]} not in batch["links"]:
             fail(f"the batch span links {batch['links']}, not the write's database span {database['spanId']}")
@@ -367,8 +378,8 @@ def check_postgres_spans(binary, workdir, admin_url):
         def mine():
             return [s for s in received(out) if s["traceId"] == trace]
 
-        wanted = ("authentication", "validation", "UPDATE time_log_entries", "SELECT tokens logins users")
-        wait_until("the traced write's spans on PostgreSQL arrive", 20, lambda: all(any(s["name"] == n for s in mine()) for n in wanted))
+        wanted = ("UPDATE time_log_entries", "SELECT tokens logins users")
+        wait_until("the traced write's spans on PostgreSQL arrive", 20, lambda: all(any(s["name"] == n for s in mine()) for n in wanted) and any(s["kind"] == SERVER for s in mine()))
         spans = mine()
         root = next((s for s in spans if s["kind"] == SERVER), None)
         if root is None or root["parentSpanId"] != parent or root["name"] != "PUT /v1/workspaces/{workspaceId}/time-log/cells":
@@ -394,8 +405,8 @@ def check_postgres_spans(binary, workdir, admin_url):
         lookup = next(s for s in database if s["name"] == "SELECT tokens logins users")
         if update["attributes"].get("db.operation.name") != "UPDATE" or by_id[update["parentSpanId"]] is not root:
             fail(f"the write's UPDATE span: {update['attributes']}, parent {by_id[update['parentSpanId']]['name']}")
-        if by_id[lookup["parentSpanId"]]["name"] != "authentication":
-            fail(f"the token lookup's parent on PostgreSQL: {by_id[lookup['parentSpanId']]['name']}")
+        if by_id[lookup["parentSpanId"]] is not root or sorted(e["name"] for e in root["events"]) != ["authentication", "validation"]:
+            fail(f"the token lookup's parent on PostgreSQL: {by_id[lookup['parentSpanId']]['name']}; events {root['events']}")
         if any(s["name"] == "sqlite writer batch" for s in received(out)):
             fail("a SQLite writer batch span from a server on PostgreSQL")
         connections = ", ".join(f"{s['name']} on {s['attributes']['wpds.db.connection']}" for s in database)

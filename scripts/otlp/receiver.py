@@ -38,6 +38,10 @@ def span_line(resource, span):
         "status": span.status.code,
         "attributes": {a.key: attribute_value(a.value) for a in span.attributes},
         "links": [{"traceId": l.trace_id.hex(), "spanId": l.span_id.hex()} for l in span.links],
+        "events": [
+            {"name": e.name, "time": e.time_unix_nano, "attributes": {a.key: attribute_value(a.value) for a in e.attributes}}
+            for e in span.events
+        ],
     }
 
 

@@ -159,7 +159,7 @@ where
     // Parsed once: the membership check and the handler both read it.
     let workspace_id = req.match_info().get("workspaceId").and_then(wpds_storage::ids::parse);
     let checked = auth::check(op, req, state, &budget, workspace_id, check_path);
-    let Checked { caller, standing } = match telemetry::in_span("authentication", checked).await {
+    let Checked { caller, standing } = match telemetry::as_event("authentication", checked).await {
         Ok(checked) => checked,
         Err(Refused { error, standing }) => return Answered { standing, outcome: Err(error) },
     };
@@ -212,7 +212,7 @@ where
         headers: &RequestHeaders(req.headers()),
         body: body.as_deref(),
     };
-    let valid = telemetry::in_span("validation", async {
+    let valid = telemetry::as_event("validation", async {
         if path_checked { contract.validate_after_path(op.id, raw) } else { contract.validate(op.id, raw) }
     })
     .await
