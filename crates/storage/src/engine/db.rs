@@ -408,7 +408,8 @@ impl Database {
         if self.engine == Engine::Postgres {
             probe(&self.url, self.timeout)?;
         }
-        if self.pooler.lends_transactions() && self.engine == Engine::Postgres {
+        // (On SQLite the pooler is `None`.)
+        if self.pooler.lends_transactions() {
             self.read_role_timeouts()?;
         }
         let applied = self.migrate()?;
@@ -531,11 +532,9 @@ impl Database {
         deadline: Instant,
         work: impl FnOnce(&mut DbConn) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let unit = if self.pooler.lends_transactions() && self.bare_statements.load(Ordering::Relaxed) {
-            Unit::BareStatement
-        } else {
-            Unit::Work
-        };
+        // Set only behind a transaction pooler ([`Database::read_role_timeouts`]).
+        let unit =
+            if self.bare_statements.load(Ordering::Relaxed) { Unit::BareStatement } else { Unit::Work };
         self.run_as(deadline, unit, work)
     }
 

@@ -266,13 +266,10 @@ impl Database {
             (Plan::FirstThen(staged), Some(shared)) => {
                 let first =
                     budget.spend(|deadline| on_shared(shared, deadline, &staged, |conn, s| s.first(conn)));
-                match first.await {
-                    Ok(Some(done)) => return Ok(done),
-                    Ok(None) => {}
-                    // The row is locked: `rest` waits for it on a pooled connection, within
-                    // what is left of the budget, instead of holding up the shared connection.
-                    Err(busy) if busy.is_lock_wait() => {}
-                    Err(failed) => return Err(failed),
+                // The row locked: `rest` waits for it on a pooled connection, within what is
+                // left of the budget, instead of holding up the shared connection.
+                if let Some(answer) = settled(first.await) {
+                    return answer;
                 }
                 // Boxed: the blocking call's future, taken only by the uncommon cases, would
                 // otherwise enlarge (and be copied with) every request's future.
@@ -299,13 +296,8 @@ impl Database {
                 db.run_statement_until(deadline, |conn| ready(statement.on(conn.statement())))
             }
             Plan::FirstThen(staged) => {
-                match db.run_statement_until(deadline, |conn| ready(staged.first(conn.statement()))) {
-                    Ok(Some(done)) => return Ok(done),
-                    Ok(None) => {}
-                    Err(busy) if busy.is_lock_wait() => {}
-                    Err(failed) => return Err(failed),
-                }
-                db.run_until(deadline, move |conn| staged.rest(conn))
+                let first = db.run_statement_until(deadline, |conn| ready(staged.first(conn.statement())));
+                settled(first).unwrap_or_else(|| db.run_until(deadline, move |conn| staged.rest(conn)))
             }
         })
         .await
@@ -358,6 +350,18 @@ async fn on_shared<I, T>(
     work: StatementFn<I, T>,
 ) -> Result<T, StoreError> {
     within(deadline, shared.run(input, work)).await?
+}
+
+/// The answer a write's first statement ([`Write::first_then`]) settled: its result, or its
+/// failure; `None` when its rest must run: the first did not apply, or its row was locked
+/// longer than the first's lock wait (the rest waits within the budget).
+fn settled<T>(first: Result<Option<T>, StoreError>) -> Option<Result<T, StoreError>> {
+    match first {
+        Ok(Some(done)) => Some(Ok(done)),
+        Ok(None) => None,
+        Err(busy) if busy.is_lock_wait() => None,
+        Err(failed) => Some(Err(failed)),
+    }
 }
 
 /// `call`'s outcome, or `Unavailable` once `deadline` passes.
