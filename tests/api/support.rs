@@ -106,11 +106,7 @@ pub fn spawn_app_with(options: Options) -> TestApp {
     };
     config.database.database_url = database.url.clone();
     config.database.db_timeout_ms = millis(options.db_timeout);
-    config.database.pg_pooler = match crate::database::pooler() {
-        wpds_storage::Pooler::None => wpds::config::PgPooler::None,
-        wpds_storage::Pooler::Transaction => wpds::config::PgPooler::Transaction,
-        wpds_storage::Pooler::TransactionPrepared => wpds::config::PgPooler::TransactionPrepared,
-    };
+    config.database.pg_pooler = crate::database::pg_pooler();
     if options.db_timeout < crate::database::ROLE_STATEMENT_TIMEOUT {
         database.bound_statements(options.db_timeout);
     }

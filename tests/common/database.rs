@@ -114,29 +114,11 @@ impl TestDatabase {
     /// Nothing to do in any other run.
     pub fn bound_statements(&self, statement: std::time::Duration) {
         let Scratch::PostgresDatabase { admin_url, name } = &self.scratch else { return };
-        if pooler() != wpds_storage::Pooler::TransactionPrepared {
-            return;
+        if pooler() == wpds_storage::Pooler::TransactionPrepared {
+            set_role_timeouts(admin_url, name, statement);
         }
-        let mut admin = diesel::PgConnection::establish(admin_url).expect("TEST_DATABASE_URL is reachable");
-        diesel::sql_query(format!(
-            "ALTER ROLE CURRENT_USER IN DATABASE {name} SET statement_timeout = '{}ms'",
-            statement.as_millis()
-        ))
-        .execute(&mut admin)
-        .expect("the role's statement timeout");
-        diesel::sql_query(format!("ALTER ROLE CURRENT_USER IN DATABASE {name} SET lock_timeout = '50ms'"))
-            .execute(&mut admin)
-            .expect("the role's lock timeout");
     }
-}
 
-/// The role's `statement_timeout` in each test database behind a pooler that keeps prepared
-/// statements: the shortest database timeout of the servers the tests start (1 s,
-/// tests/reliability's outage tests), but a test that starts one with a shorter timeout
-/// sets its own ([`TestDatabase::bound_statements`]).
-pub const ROLE_STATEMENT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
-
-impl TestDatabase {
     /// This database on the PostgreSQL server itself (`TEST_DATABASE_DIRECT_URL`'s, when
     /// `TEST_DATABASE_URL` leads through a pooler); its URL for SQLite.
     pub fn direct_url(&self) -> String {
@@ -152,6 +134,24 @@ impl TestDatabase {
         name.split('?').next().unwrap_or(name).to_owned()
     }
 }
+
+/// Sets, from a session on the server of `url`, the timeouts of the current role in the
+/// database `name` as docs/operations.md has an operator set them: `statement_timeout` to
+/// `statement`, `lock_timeout` to 50 ms. A server connection reads them when it opens.
+pub fn set_role_timeouts(url: &str, name: &str, statement: std::time::Duration) {
+    let mut admin = diesel::PgConnection::establish(url).expect("the PostgreSQL server is reachable");
+    for (setting, value) in [("statement_timeout", statement.as_millis()), ("lock_timeout", 50)] {
+        diesel::sql_query(format!("ALTER ROLE CURRENT_USER IN DATABASE {name} SET {setting} = '{value}ms'"))
+            .execute(&mut admin)
+            .unwrap_or_else(|e| panic!("the role's {setting}: {e}"));
+    }
+}
+
+/// The role's `statement_timeout` in each test database behind a pooler that keeps prepared
+/// statements: the shortest database timeout of the servers the tests start (1 s,
+/// tests/reliability's outage tests), but a test that starts one with a shorter timeout
+/// sets its own ([`TestDatabase::bound_statements`]).
+pub const ROLE_STATEMENT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// `url` naming the database `name` instead.
 fn database_url(url: &str, name: &str) -> String {
@@ -306,13 +306,18 @@ fn postgres_url() -> Option<String> {
 }
 
 /// What stands between servers and the PostgreSQL of `TEST_DATABASE_URL`
-/// (`WPDS_PG_POOLER`, as the server reads it).
-pub fn pooler() -> wpds_storage::Pooler {
-    match std::env::var("WPDS_PG_POOLER").as_deref() {
-        Ok("transaction") => wpds_storage::Pooler::Transaction,
-        Ok("transaction-prepared") => wpds_storage::Pooler::TransactionPrepared,
-        _ => wpds_storage::Pooler::None,
+/// (`WPDS_PG_POOLER`, read as the server reads it; `none` when unset).
+pub fn pg_pooler() -> wpds::config::PgPooler {
+    match std::env::var("WPDS_PG_POOLER") {
+        Ok(value) => <wpds::config::PgPooler as clap::ValueEnum>::from_str(&value, false)
+            .unwrap_or_else(|why| panic!("WPDS_PG_POOLER={value}: {why}")),
+        Err(_) => wpds::config::PgPooler::None,
     }
+}
+
+/// [`pg_pooler`], as the storage crate names it.
+pub fn pooler() -> wpds_storage::Pooler {
+    pg_pooler().into()
 }
 
 impl Drop for TestDatabase {

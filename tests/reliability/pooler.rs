@@ -18,7 +18,7 @@
 //! - statements prepared before a migration still answer after it (PostgreSQL's "cached
 //!   plan must not change result type" would fail them if the server selected `*`).
 
-use crate::database::TestDatabase;
+use crate::database::{TestDatabase, set_role_timeouts};
 use crate::harness::{Seeded, Server, agent, issue_token, read_cell, timed_put_cell, wait_until};
 use diesel::connection::SimpleConnection;
 use diesel::pg::PgConnection;
@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 const BUDGET: Duration = Duration::from_millis(1000);
 /// The role's `statement_timeout` (within the server's, as it requires), other than the
 /// server's own so that a setting of the server's left on a session would show.
-const ROLE_STATEMENT_TIMEOUT: &str = "800ms";
+const ROLE_STATEMENT_TIMEOUT: Duration = Duration::from_millis(800);
 /// What a loaded two-core machine adds to an answer beyond its budget.
 const SLACK: Duration = Duration::from_millis(800);
 const PGBOUNCER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/pgbouncer");
@@ -102,14 +102,7 @@ impl Pooled {
         // The role's timeouts, as docs/operations.md has an operator set them (the server
         // refuses to start behind a keeping pooler without them; elsewhere it sets its own
         // over them for each unit of work).
-        admin(
-            &direct,
-            &format!(
-                "ALTER ROLE CURRENT_USER IN DATABASE {name} SET statement_timeout = '{ROLE_STATEMENT_TIMEOUT}'; \
-                 ALTER ROLE CURRENT_USER IN DATABASE {name} SET lock_timeout = '50ms'",
-                name = TestDatabase::name_of(&direct),
-            ),
-        );
+        set_role_timeouts(&direct, &TestDatabase::name_of(&direct), ROLE_STATEMENT_TIMEOUT);
         let pool = PoolOfOne::start(&direct);
         let timeout = BUDGET.as_millis().to_string();
         let server = Server::start_with(
@@ -147,7 +140,7 @@ impl Pooled {
         assert_eq!(
             found,
             Session {
-                statement_timeout: ROLE_STATEMENT_TIMEOUT.to_owned(),
+                statement_timeout: "800ms".to_owned(), // ROLE_STATEMENT_TIMEOUT, as PostgreSQL shows it
                 lock_timeout: "50ms".to_owned(),
                 named_statements: 0,
                 advisory_locks: 0,
@@ -223,6 +216,11 @@ fn behind_a_pool_of_one_a_held_row_or_table_answers_503_within_the_budget_and_th
         );
         assert!(answer.retry_after.is_some(), "{hold}: 503 without Retry-After");
         assert!(took < BUDGET + SLACK, "{hold}: the 503 took {took:?}");
+        // The refused write's statement may still have been waiting in PostgreSQL when the
+        // answer left (the answer keeps the request's deadline, the database its own lock
+        // timeout) and commit once the lock is released: the next write takes the version
+        // the cell has now.
+        let version = read_cell(&agent(), &pooled.server.base, &pooled.seeded.token, date).version;
         let (after, _) = timed_put_cell(&pooled.server.base, &pooled.seeded.token, date, "after", version);
         assert_eq!(after.status, 200, "{hold}: the next write: {}", after.body);
         pooled.assert_next_client_finds_a_clean_session(hold);

@@ -46,7 +46,7 @@ fn a_read_only_database_answers_503_and_writes_resume_within_5_s_of_it_taking_wr
     let seeded = Seeded::postgres();
     // Arrange: a server that has written once (its connections are open and read-write).
     let url = &seeded.database.url;
-    let name = url.rsplit('/').next().and_then(|n| n.split('?').next()).expect("a database name").to_owned();
+    let name = crate::database::TestDatabase::name_of(url);
     let server = Server::start(url);
     let (first, _) = timed_put_cell(&server.base, &seeded.token, "2024-05-01", "before", 1);
     assert_eq!(first.status, 200, "{}", first.body);
