@@ -254,6 +254,22 @@ fn families_outside_the_workspace_or_naming_no_record_are_unknown_before_version
 }
 
 #[test]
+fn an_empty_family_id_is_quoted_in_its_message_so_the_message_shows_it() {
+    let app = spawn_app();
+    let targets = json!([{"familyId": "", "familyVersion": 1}, {"familyId": "abc", "familyVersion": 1}]);
+
+    let response = app.send_json("PATCH", BULK_EDIT, &edit(targets, "notes", "x"));
+
+    assert_unprocessable(
+        &response,
+        &[("/targets/0/familyId", "unknown_family"), ("/targets/1/familyId", "unknown_family")],
+    );
+    let errors = &response.json()["errors"];
+    assert_eq!(errors[0]["message"], r#"no family "" in this workspace"#);
+    assert_eq!(errors[1]["message"], "no family abc in this workspace");
+}
+
+#[test]
 fn five_hundred_targets_pass_the_schema_and_are_each_checked() {
     let app = spawn_app();
     let real = [("90", 1), ("101", 3), ("102", 1)];

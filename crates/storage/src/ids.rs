@@ -45,11 +45,27 @@ impl SentId {
 }
 
 impl std::fmt::Display for SentId {
-    /// The id as it was sent.
+    /// The id as it was sent ([`AsSent`]).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             SentId::Record(id) => write!(f, "{id}"),
-            SentId::NoRecord(text) => f.write_str(text),
+            SentId::NoRecord(text) => AsSent(text).fmt(f),
+        }
+    }
+}
+
+/// Text sent where an id belongs, as a rule's message shows it: as sent, or quoted and
+/// escaped (`""`, `" 7"`) when it is empty or holds a space or a control character, so a
+/// message never shows an id that is not there ("no family  in this workspace").
+pub struct AsSent<'a>(pub &'a str);
+
+impl std::fmt::Display for AsSent<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = self.0;
+        if text.is_empty() || text.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            write!(f, "{text:?}")
+        } else {
+            f.write_str(text)
         }
     }
 }
@@ -71,8 +87,12 @@ mod tests {
 
     #[test]
     fn a_sent_id_shows_as_sent_and_compares_as_its_text() {
-        for text in ["7", "07", "9223372036854775808", "abc", ""] {
+        for text in ["7", "07", "9223372036854775808", "abc", "-7"] {
             assert_eq!(SentId::parse(text.to_owned()).to_string(), text);
+        }
+        // Quoted where the bare text would not show what was sent.
+        for (text, shown) in [("", r#""""#), (" 7", r#"" 7""#), ("7\n", r#""7\n""#), ("a\u{0}", r#""a\0""#)] {
+            assert_eq!(SentId::parse(text.to_owned()).to_string(), shown, "{text:?}");
         }
         assert_eq!(SentId::parse("7".to_owned()), SentId::Record(7));
         assert_eq!(SentId::parse("7".to_owned()).record(), Some(7));

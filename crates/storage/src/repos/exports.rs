@@ -114,7 +114,7 @@ fn check_rules(configuration: &ExportConfiguration, known: &HashSet<i64>) -> Res
             RuleViolation::new(
                 "unknown_project",
                 format!("{SCOPE}/projectIds/{i}"),
-                format!("project {id} is not in this workspace"),
+                format!("project {} is not in this workspace", ids::AsSent(id)),
             )
         })
         .collect();
