@@ -3,7 +3,7 @@
 use crate::config::ServeConfig;
 use crate::handlers::Service;
 use crate::http::body::BodyReader;
-use crate::http::{access_log, cors, docs, edge, endpoint, health};
+use crate::http::{access_log, conformance, cors, docs, edge, endpoint, health};
 use crate::operations;
 use crate::state::AppState;
 use actix_web::middleware::{Condition, from_fn};
@@ -50,6 +50,7 @@ pub fn start(
             }))
             .configure(health::configure)
             .configure(docs::configure)
+            .configure(conformance::configure)
             .configure(operations::configure::<Service>)
             .default_service(web::to(endpoint::no_route))
     })

@@ -5,6 +5,7 @@ pub mod access_log;
 pub mod auth;
 pub mod body;
 pub mod compress;
+pub mod conformance;
 pub mod cors;
 pub mod dispatch;
 pub mod docs;

@@ -1,5 +1,5 @@
-//! The published contract: exact YAML bytes, the JSON and 3.0.3 renditions, Swagger UI
-//! and the problem-type pages.
+//! The published contract: exact YAML bytes, the JSON and 3.0.3 renditions, Swagger UI,
+//! the problem-type pages and the conformance kit.
 
 use crate::support::spawn_app;
 use serde_json::Value;
@@ -77,4 +77,34 @@ fn every_problem_type_has_a_page() {
     let missing = app.get("/problems/no_such_problem");
     assert_eq!(missing.status, 404);
     assert_eq!(missing.json()["code"], Value::from("not_found"));
+}
+
+#[test]
+fn the_conformance_kit_is_served_beside_the_document_file_by_file() {
+    let app = spawn_app();
+    let kit = concat!(env!("CARGO_MANIFEST_DIR"), "/conformance");
+
+    let index = app.get("/conformance/index.json");
+
+    assert_eq!(index.status, 200);
+    assert_eq!(index.header("cache-control"), Some("no-cache"));
+    assert_eq!(index.body, std::fs::read(format!("{kit}/index.json")).unwrap());
+    let files = index.json()["files"].as_array().cloned().unwrap();
+    assert!(files.len() > 11, "the kit's files: {files:?}");
+    for file in files {
+        let name = file.as_str().unwrap();
+        let served = app.get(&format!("/conformance/{name}"));
+        assert_eq!(served.status, 200, "{name}");
+        assert_eq!(served.header("cache-control"), Some("no-cache"), "{name}");
+        let source = match name {
+            "schemathesis.toml" => {
+                concat!(env!("CARGO_MANIFEST_DIR"), "/openapi/schemathesis.toml").to_owned()
+            }
+            _ => format!("{kit}/{name}"),
+        };
+        assert_eq!(served.body, std::fs::read(&source).unwrap(), "{name} is {source}");
+    }
+    let unknown = app.get("/conformance/cases/noSuchOperation.json");
+    assert_eq!(unknown.status, 404);
+    assert_eq!(unknown.json()["code"], "not_found");
 }
