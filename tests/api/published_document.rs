@@ -89,14 +89,23 @@ fn the_conformance_kit_is_served_beside_the_document_file_by_file() {
     assert_eq!(index.status, 200);
     assert_eq!(index.header("cache-control"), Some("no-cache"));
     assert_eq!(index.body, std::fs::read(format!("{kit}/index.json")).unwrap());
-    let files = index.json()["files"].as_array().cloned().unwrap();
-    assert!(files.len() > 11, "the kit's files: {files:?}");
-    for file in files {
-        let name = file.as_str().unwrap();
+    let files: Vec<String> =
+        index.json()["files"].as_array().unwrap().iter().map(|f| f.as_str().unwrap().to_owned()).collect();
+    let mut in_the_folder = Vec::new();
+    files_under(std::path::Path::new(kit), std::path::Path::new(kit), &mut in_the_folder);
+    let mut listed: Vec<&String> = files.iter().filter(|f| f.as_str() != "schemathesis.toml").collect();
+    listed.sort();
+    in_the_folder.sort();
+    assert_eq!(
+        listed,
+        in_the_folder.iter().collect::<Vec<_>>(),
+        "the index lists every file of the kit's folder"
+    );
+    for name in &files {
         let served = app.get(&format!("/conformance/{name}"));
         assert_eq!(served.status, 200, "{name}");
         assert_eq!(served.header("cache-control"), Some("no-cache"), "{name}");
-        let source = match name {
+        let source = match name.as_str() {
             "schemathesis.toml" => {
                 concat!(env!("CARGO_MANIFEST_DIR"), "/openapi/schemathesis.toml").to_owned()
             }
@@ -104,7 +113,26 @@ fn the_conformance_kit_is_served_beside_the_document_file_by_file() {
         };
         assert_eq!(served.body, std::fs::read(&source).unwrap(), "{name} is {source}");
     }
-    let unknown = app.get("/conformance/cases/noSuchOperation.json");
-    assert_eq!(unknown.status, 404);
-    assert_eq!(unknown.json()["code"], "not_found");
+    for outside in ["/conformance/cases/noSuchOperation.json", "/conformance/../openapi/openapi.yaml"] {
+        let unknown = app.get(outside);
+        assert_eq!(unknown.status, 404, "{outside}");
+        assert_eq!(unknown.json()["code"], "not_found", "{outside}");
+    }
+}
+
+/// The files under `dir`, as paths relative to `root` with `/`, but the index, dot files
+/// and Python's caches.
+fn files_under(root: &std::path::Path, dir: &std::path::Path, files: &mut Vec<String>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with('.') || name == "__pycache__" {
+            continue;
+        }
+        if path.is_dir() {
+            files_under(root, &path, files);
+        } else if path.strip_prefix(root).unwrap() != std::path::Path::new("index.json") {
+            files.push(path.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/"));
+        }
+    }
 }
