@@ -397,7 +397,7 @@ pub fn record_batch(batch: wpds_storage::engine::BatchReport) {
 /// The writer's batch reports on their way to [`batch_span`]'s thread.
 static BATCHES: OnceLock<std::sync::mpsc::SyncSender<wpds_storage::engine::BatchReport>> = OnceLock::new();
 
-/// How many batch reports wait for their span at most (a second's batches, and more).
+/// How many batch reports wait for their span at most (far more than a schedule's batches).
 const BATCHES_QUEUED: usize = 4096;
 
 /// How often the batch spans' thread takes what the writer queued. The thread is never
@@ -408,20 +408,15 @@ const BATCHES_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// Starts the thread that makes the writer's batch spans, [`BATCHES_EVERY`].
 fn start_batch_spans(tracing: &'static Tracing) -> Result<(), String> {
-    use std::sync::mpsc::TryRecvError;
     let (sender, receiver) = std::sync::mpsc::sync_channel(BATCHES_QUEUED);
+    // The sender lives in a static: the channel is never closed, and the thread runs for
+    // the process's life.
     std::thread::Builder::new()
         .name("wpds-batch-spans".to_owned())
         .spawn(move || {
             loop {
                 std::thread::sleep(BATCHES_EVERY);
-                loop {
-                    match receiver.try_recv() {
-                        Ok(batch) => batch_span(tracing, batch),
-                        Err(TryRecvError::Empty) => break,
-                        Err(TryRecvError::Disconnected) => return,
-                    }
-                }
+                receiver.try_iter().for_each(|batch| batch_span(tracing, batch));
             }
         })
         .map_err(|e| format!("tracing: cannot start the batch spans' thread: {e}"))?;
