@@ -174,18 +174,15 @@ fn local_address(listener: &TcpListener, configured: SocketAddr) -> Result<Socke
     listener.local_addr().map_err(|e| format!("cannot listen on {configured}: {e}"))
 }
 
-/// Has the SQLite writer report its committed batches to the metrics (their sizes) and to
-/// tracing (a span linking to the requests each batch carried), where those are on.
+/// Has the SQLite writer report its committed batches' sizes to the metrics, where those
+/// are on.
 fn observe_writer(db: &Database, metrics: &Arc<Metrics>) {
     let Some(writer) = db.writer() else { return };
-    if !metrics.is_on() && !crate::telemetry::enabled() {
+    if !metrics.is_on() {
         return;
     }
     let metrics = Arc::clone(metrics);
-    writer.observe_batches(Box::new(move |batch| {
-        metrics.batch_committed(batch.writes);
-        crate::telemetry::record_batch(batch);
-    }));
+    writer.observe_batches(Box::new(move |batch| metrics.batch_committed(batch.writes)));
 }
 
 /// Reaches PostgreSQL on a thread of its own, trying again for at most `wait`

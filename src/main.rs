@@ -184,7 +184,7 @@ fn serve(config: ServeConfig, settings: &[String]) -> Result<(), String> {
         wpds_contract::document::parsed()["info"]["version"].as_str().unwrap_or("?"),
         if settings.is_empty() { "none".to_owned() } else { settings.join(" ") }
     );
-    // Before the application is built: the SQLite writer's batch spans need the provider.
+    // Before the application is built: the spans of its first requests need the provider.
     if wpds::telemetry::init(config.otlp_endpoint.as_deref(), engine)? {
         log::info!("tracing: exporting spans with OTLP/HTTP");
     }

@@ -27,11 +27,9 @@
 //! - Events `authentication` and `validation` of the server span, each with how long its
 //!   step took ([`as_event`]), and a child span for each database call, made where calls
 //!   enter storage ([`wpds_storage::engine::in_child_span`]); all only inside a sampled
-//!   request.
-//! - On SQLite, the writer thread's batch span `sqlite writer batch`, for a batch that
-//!   carried a sampled write, which links to the database span of every such write (a
-//!   batch serves many traces, so it belongs to none of them); recorded whatever the
-//!   sampler (the `sampling` module).
+//!   request. On SQLite a write's database span says how many writes the writer's commit
+//!   it waited for carried (`wpds.db.batch.writes`): a batch serves many traces, so it
+//!   has no span of its own.
 //!
 //! The SDK's batch processor exports on its own thread from a bounded queue: a slow or
 //! unreachable collector drops spans, it never holds a request. The spans ended, exported
@@ -47,10 +45,7 @@ pub use opentelemetry::context::FutureExt;
 
 use actix_web::http::Method;
 use actix_web::http::header::HeaderMap;
-use opentelemetry::trace::{
-    Link, Span as _, SpanContext, SpanId, SpanKind, Status, TraceContextExt, TraceFlags, TraceId, TraceState,
-    Tracer as _, TracerProvider as _,
-};
+use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer as _, TracerProvider as _};
 use opentelemetry::{Array, InstrumentationScope, Key, KeyValue, StringValue, Value};
 use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::Resource;
@@ -110,19 +105,14 @@ pub fn init(endpoint: Option<&str>, engine: &'static str) -> Result<bool, String
     if let Some(warning) = sampling::fallback(sampler.as_deref(), ratio.as_deref()) {
         log::warn!("tracing: {warning}");
     }
-    // The SDK's own reading of the environment's sampler, the batch span recorded besides.
-    let sampler = sampling::Sampling(opentelemetry_sdk::trace::Config::default().sampler);
-    let provider = SdkTracerProvider::builder()
-        .with_span_processor(processor)
-        .with_resource(resource)
-        .with_sampler(sampler)
-        .build();
+    // The SDK's builder reads the environment's sampler itself.
+    let provider =
+        SdkTracerProvider::builder().with_span_processor(processor).with_resource(resource).build();
     // The storage crate's database spans take their tracer from the global provider.
     opentelemetry::global::set_tracer_provider(provider.clone());
     let scope = InstrumentationScope::builder("wpds").with_version(env!("CARGO_PKG_VERSION")).build();
     let tracer = provider.tracer_with_scope(scope);
     TRACING.set(Tracing { provider, tracer, timeout }).map_err(|_| "tracing: already started".to_owned())?;
-    start_batch_spans(TRACING.get().ok_or("tracing: not started")?)?;
     Ok(true)
 }
 
@@ -380,79 +370,6 @@ pub async fn as_event<F: Future>(name: &'static str, work: F) -> F::Output {
 
 /// The attribute of an event ([`as_event`]) that says how long its step took.
 const DURATION_MS: &str = "wpds.duration_ms";
-
-/// Hands one committed batch of the SQLite writer to the thread that records it as a span
-/// (`batch_span`), unless it carried no sampled write (nothing a trace would lead to it
-/// from). The writer's thread is the one every SQLite write waits for, so it only moves the
-/// report onto a bounded queue: when that is full the report is dropped, never waited for.
-pub fn record_batch(batch: wpds_storage::engine::BatchReport) {
-    if batch.links.is_empty() {
-        return;
-    }
-    if let Some(batches) = BATCHES.get() {
-        let _ = batches.try_send(batch);
-    }
-}
-
-/// The writer's batch reports on their way to [`batch_span`]'s thread.
-static BATCHES: OnceLock<std::sync::mpsc::SyncSender<wpds_storage::engine::BatchReport>> = OnceLock::new();
-
-/// How many batch reports wait for their span at most (far more than a schedule's batches).
-const BATCHES_QUEUED: usize = 4096;
-
-/// How often the batch spans' thread takes what the writer queued. The thread is never
-/// woken by a report: waking a sleeping thread is a system call on the writer's thread,
-/// once per batch, and the one every SQLite write waits for. Each span carries its own
-/// start and end, so recording it later changes nothing in the trace.
-const BATCHES_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
-
-/// Starts the thread that makes the writer's batch spans, [`BATCHES_EVERY`].
-fn start_batch_spans(tracing: &'static Tracing) -> Result<(), String> {
-    let (sender, receiver) = std::sync::mpsc::sync_channel(BATCHES_QUEUED);
-    // The sender lives in a static: the channel is never closed, and the thread runs for
-    // the process's life.
-    std::thread::Builder::new()
-        .name("wpds-batch-spans".to_owned())
-        .spawn(move || {
-            loop {
-                std::thread::sleep(BATCHES_EVERY);
-                receiver.try_iter().for_each(|batch| batch_span(tracing, batch));
-            }
-        })
-        .map_err(|e| format!("tracing: cannot start the batch spans' thread: {e}"))?;
-    BATCHES.set(sender).map_err(|_| "tracing: already started".to_owned())
-}
-
-/// Records one committed batch as a span of its own trace (always: see
-/// [`sampling::Sampling`]) linking to the database spans of the sampled writes it carried.
-fn batch_span(tracing: &Tracing, batch: wpds_storage::engine::BatchReport) {
-    let links = batch
-        .links
-        .iter()
-        .map(|link| {
-            let context = SpanContext::new(
-                TraceId::from_bytes(link.trace_id),
-                SpanId::from_bytes(link.span_id),
-                TraceFlags::SAMPLED,
-                true,
-                TraceState::NONE,
-            );
-            Link::with_context(context)
-        })
-        .collect();
-    let mut span = tracing
-        .tracer
-        .span_builder(sampling::BATCH_SPAN)
-        .with_kind(SpanKind::Internal)
-        .with_start_time(batch.started)
-        .with_links(links)
-        .with_attributes([
-            KeyValue::new("db.system.name", "sqlite"),
-            KeyValue::new("db.operation.batch.size", i64::try_from(batch.writes).unwrap_or(i64::MAX)),
-        ])
-        .start_with_context(&tracing.tracer, &Context::new());
-    span.end_with_timestamp(batch.finished);
-}
 
 #[cfg(test)]
 mod tests {

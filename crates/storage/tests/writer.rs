@@ -14,7 +14,7 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use wpds_storage::engine::{TraceLink, Writer};
+use wpds_storage::engine::Writer;
 use wpds_storage::{Database, DbConfig, DbConn, SqliteSynchronous, StoreError, db_run, db_write};
 
 /// A SQLite file (and its WAL) that disappears with the test, with a `scratch` table.
@@ -360,21 +360,20 @@ fn a_full_disk_in_a_batch_rolls_all_of_it_back_and_every_job_of_it_answers_unava
 }
 
 #[test]
-fn an_observer_hears_of_a_committed_batch_after_its_writes_are_answered() {
+fn an_observer_hears_of_a_committed_batch_after_its_writes_are_answered_with_its_size() {
     // Arrange: an observer that reports what it heard and then holds the writer until the
-    // test lets it go; a batch of two writes, one of them traced.
+    // test lets it go; a batch of two writes, the second asking for its batch's size.
     let scratch = Scratch::new();
     let writer = scratch.writer();
     let (heard_tx, heard) = mpsc::channel();
     let (release_tx, release) = mpsc::channel::<()>();
     let release = std::sync::Mutex::new(release);
     writer.observe_batches(Box::new(move |batch| {
-        let _ = heard_tx.send((batch.writes, batch.links));
+        let _ = heard_tx.send(batch.writes);
         let _ = release.lock().expect("one observer at a time").recv_timeout(Duration::from_secs(10));
     }));
-    let link = TraceLink { trace_id: [7; 16], span_id: [8; 8] };
     let (a, gate) = gate_job(writer, "a");
-    let b = writer.submit_traced(soon(), Some(link), |conn| insert(conn, "b"));
+    let b = writer.submit_counted(soon(), |conn| insert(conn, "b"));
 
     // Act: the batch commits; its answers are awaited while the observer still holds it.
     gate.send(()).expect("job a waits");
@@ -385,9 +384,8 @@ fn an_observer_hears_of_a_committed_batch_after_its_writes_are_answered() {
     let answers = answered.recv_timeout(Duration::from_secs(5));
     release_tx.send(()).expect("the observer waits");
 
-    // Assert: both writes were answered before the observer let the writer go, and the
-    // observer heard of the batch with its size and link.
-    assert_eq!(answers.expect("answered while the observer held the writer"), (Ok(()), Ok(())));
-    let (writes, links) = heard.recv_timeout(Duration::from_secs(5)).expect("the batch was reported");
-    assert_eq!((writes, links), (2, vec![link]));
+    // Assert: both writes were answered before the observer let the writer go, the counted
+    // one with the size of its batch, and the observer heard of the batch with that size.
+    assert_eq!(answers.expect("answered while the observer held the writer"), (Ok(()), Ok(((), 2))));
+    assert_eq!(heard.recv_timeout(Duration::from_secs(5)), Ok(2), "the batch was reported");
 }

@@ -44,7 +44,7 @@ pub use statement::{StatementConn, StatementFuture};
 pub use throttled_log::ThrottledLog;
 pub use trace::in_child_span;
 pub use work::{Budget, Read, StatementFn, Write};
-pub use writer::{BatchObserver, BatchReport, TraceLink, Writer};
+pub use writer::{BatchObserver, BatchReport, Writer};
 
 /// What the engine's macros expand to, so that their callers (in this crate and outside)
 /// need not name it. Not for direct use.

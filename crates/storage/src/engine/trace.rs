@@ -11,10 +11,10 @@
 //! `db.operation.name` (when the summary has one verb), which connection served it
 //! (`wpds.db.connection`: `pool`, `shared` or `writer`) and, on PostgreSQL, `server.address`,
 //! `server.port` and `db.namespace` of the server the service connects to (a pooler's,
-//! behind one). A call that failed for want of the database has status error and its
+//! behind one); a write the SQLite writer committed says with how many others
+//! ([`BATCH_WRITES`]: its span's time includes the wait for that commit). A call that failed for want of the database has status error and its
 //! `error.type`; a refusal (not found, a version conflict) is an answer, not an error.
 
-use crate::engine::writer::TraceLink;
 use crate::error::StoreError;
 use opentelemetry::global::BoxedTracer;
 use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer};
@@ -67,17 +67,20 @@ pub async fn in_child_span<F: Future>(
     output
 }
 
-/// The current span, as a link the SQLite writer's batch span points back to, when it is
-/// sampled (a link to a span no backend holds would point at nothing).
-pub fn current_link() -> Option<TraceLink> {
+/// The attribute of a SQLite write's span that says how many writes its commit carried
+/// (the writer commits queued writes together: [`crate::engine::writer`]), so a trace
+/// shows what the time it waited for its commit was shared with.
+pub const BATCH_WRITES: &str = "wpds.db.batch.writes";
+
+/// Records on the current span, when it is sampled (a write's database span), that its
+/// commit carried `writes` writes ([`BATCH_WRITES`]).
+pub fn batch_writes(writes: usize) {
     Context::map_current(|cx| {
         let span = cx.span();
-        let context = span.span_context();
-        context.is_sampled().then(|| TraceLink {
-            trace_id: context.trace_id().to_bytes(),
-            span_id: context.span_id().to_bytes(),
-        })
-    })
+        if span.span_context().is_sampled() {
+            span.set_attribute(KeyValue::new(BATCH_WRITES, i64::try_from(writes).unwrap_or(i64::MAX)));
+        }
+    });
 }
 
 /// What a database span says of the server, fixed for a [`crate::Database`]: its system

@@ -223,8 +223,8 @@ impl Database {
 
     /// Runs `write` within what is left of `budget` (see the module documentation for
     /// which connection serves it), in its span (`trace`). On SQLite the answer
-    /// comes once the write's batch has committed, and the batch's span links back to this
-    /// one.
+    /// comes once the write's batch has committed, and the span says how many writes that
+    /// commit carried.
     pub async fn write<T: Send + 'static>(
         self: &Arc<Self>,
         budget: &Budget,
@@ -257,10 +257,11 @@ impl Database {
     ) -> Result<T, StoreError> {
         if let Some(writer) = self.writer() {
             let job = plan.blocking();
-            let link = crate::engine::trace::current_link();
             let queued =
-                |deadline| async move { within(deadline, writer.submit_traced(deadline, link, job)).await? };
-            return budget.spend(queued).await;
+                |deadline| async move { within(deadline, writer.submit_counted(deadline, job)).await? };
+            let (value, writes) = budget.spend(queued).await?;
+            crate::engine::trace::batch_writes(writes);
+            return Ok(value);
         }
         match (plan, self.shared()) {
             (Plan::FirstThen(staged), Some(shared)) => {

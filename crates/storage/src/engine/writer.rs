@@ -35,11 +35,11 @@
 //!
 //! Reads do not come here: in WAL mode they run beside the writer on the pool.
 //!
-//! For the server's metrics and traces, [`Writer::queue_depth`] tells how many writes wait,
-//! and a function given to [`Writer::observe_batches`] hears of every committed batch
-//! ([`BatchReport`]: its size, its start and end, and the [`TraceLink`] each write was
-//! submitted with, so a batch's span can point back to the requests it carried), right
-//! after the batch's writes are answered, so that it adds nothing to their latency.
+//! For the server's metrics, [`Writer::queue_depth`] tells how many writes wait, and a
+//! function given to [`Writer::observe_batches`] hears of every committed batch
+//! ([`BatchReport`]: its size), right after the batch's writes are answered, so that it
+//! adds nothing to their latency. For traces, [`Writer::submit_counted`] answers a write
+//! with the number of writes its commit carried.
 
 use crate::engine::conn::{DbConn, transaction_open};
 use crate::engine::lock_wait::{budget_spent, set_lock_wait, shortens};
@@ -88,27 +88,10 @@ pub struct Writer {
 pub type BatchObserver = Box<dyn Fn(BatchReport) + Send + Sync>;
 
 /// A committed batch, as [`Writer::observe_batches`] reports it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchReport {
     /// The writes it committed.
     pub writes: usize,
-    /// When it began (the transaction opened).
-    pub started: std::time::SystemTime,
-    /// When its commit returned.
-    pub finished: std::time::SystemTime,
-    /// The links its writes were submitted with ([`Writer::submit_traced`]).
-    pub links: Vec<TraceLink>,
-}
-
-/// Where a write comes from, in a distributed trace: the W3C ids of its request's span, a
-/// sampled one (a link to a span no backend holds would point at nothing, so none is
-/// made). Plain data, so the storage layer knows nothing of the tracing library.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TraceLink {
-    /// The trace id.
-    pub trace_id: [u8; 16],
-    /// The span id.
-    pub span_id: [u8; 8],
 }
 
 impl Writer {
@@ -192,23 +175,23 @@ impl Writer {
         T: Send + 'static,
         F: FnOnce(&mut DbConn) -> Result<T, StoreError> + Send + 'static,
     {
-        self.submit_traced(deadline, None, work)
+        let counted = self.submit_counted(deadline, work);
+        async move { counted.await.map(|(value, _)| value) }
     }
 
-    /// [`Writer::submit`], with the link of the request's span the batch's span points back
-    /// to (see [`BatchReport`]).
-    pub fn submit_traced<T, F>(
+    /// [`Writer::submit`], answering the result with how many writes its batch committed
+    /// (this one included): what a trace of the write says of the commit it waited for.
+    pub fn submit_counted<T, F>(
         &self,
         deadline: Instant,
-        link: Option<TraceLink>,
         work: F,
-    ) -> impl Future<Output = Result<T, StoreError>> + use<T, F>
+    ) -> impl Future<Output = Result<(T, usize), StoreError>> + use<T, F>
     where
         T: Send + 'static,
         F: FnOnce(&mut DbConn) -> Result<T, StoreError> + Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
-        let job: Box<dyn Job> = Box::new(Pending { deadline, link, work, reply });
+        let job: Box<dyn Job> = Box::new(Pending { deadline, work, reply });
         self.queued.fetch_add(1, Ordering::Relaxed);
         let queued = self.jobs.as_ref().is_some_and(|jobs| jobs.send(job).is_ok());
         if !queued {
@@ -243,8 +226,6 @@ impl Drop for Writer {
 trait Job: Send {
     /// When the request's budget for the database ends.
     fn deadline(&self) -> Instant;
-    /// The request's span, for the batch's.
-    fn link(&self) -> Option<TraceLink>;
     /// Runs the work inside the open batch; its result waits for the commit.
     fn run(self: Box<Self>, conn: &mut DbConn) -> Box<dyn Ran>;
     /// Answers `error` without running the work.
@@ -255,20 +236,23 @@ trait Job: Send {
 trait Ran: Send {
     /// The work's error, when it failed in the database itself (the batch ends after it).
     fn failed_in_database(&self) -> Option<&StoreError>;
-    /// Answers the result, or the commit's error when the batch did not commit.
-    fn answer(self: Box<Self>, committed: Result<(), &StoreError>);
+    /// Answers the result with the batch's size, or the commit's error when the batch did
+    /// not commit.
+    fn answer(self: Box<Self>, committed: Result<usize, &StoreError>);
 }
+
+/// Where a write's result goes: with its batch's size, once the batch committed.
+type Reply<T> = oneshot::Sender<Result<(T, usize), StoreError>>;
 
 struct Pending<T, F> {
     deadline: Instant,
-    link: Option<TraceLink>,
     work: F,
-    reply: oneshot::Sender<Result<T, StoreError>>,
+    reply: Reply<T>,
 }
 
 struct Done<T> {
     result: Result<T, StoreError>,
-    reply: oneshot::Sender<Result<T, StoreError>>,
+    reply: Reply<T>,
 }
 
 impl<T, F> Job for Pending<T, F>
@@ -278,10 +262,6 @@ where
 {
     fn deadline(&self) -> Instant {
         self.deadline
-    }
-
-    fn link(&self) -> Option<TraceLink> {
-        self.link
     }
 
     fn run(self: Box<Self>, conn: &mut DbConn) -> Box<dyn Ran> {
@@ -303,9 +283,9 @@ impl<T: Send> Ran for Done<T> {
         }
     }
 
-    fn answer(self: Box<Self>, committed: Result<(), &StoreError>) {
+    fn answer(self: Box<Self>, committed: Result<usize, &StoreError>) {
         let result = match committed {
-            Ok(()) => self.result,
+            Ok(writes) => self.result.map(|value| (value, writes)),
             Err(error) => Err(error.clone()),
         };
         let _ = self.reply.send(result);
@@ -361,8 +341,6 @@ impl Batcher {
             self.failed(Some(conn), Some(&e));
             return first.refuse(e);
         }
-        let started = std::time::SystemTime::now();
-        let mut links = Vec::new();
         let mut ran: Vec<Box<dyn Ran>> = Vec::new();
         let mut fault = None;
         let mut vanished = false;
@@ -373,7 +351,6 @@ impl Batcher {
                 if job.deadline() <= Instant::now() {
                     job.refuse(budget_spent());
                 } else {
-                    links.extend(job.link());
                     let done = job.run(&mut conn);
                     fault = done.failed_in_database().cloned();
                     ran.push(done);
@@ -411,17 +388,15 @@ impl Batcher {
             (Ok(()), None) => {
                 self.conn = Some(conn);
                 self.succeeded();
-                report = self.observer.get().map(|observe| {
-                    let finished = std::time::SystemTime::now();
-                    (observe, BatchReport { writes: ran.len(), started, finished, links })
-                });
+                report = self.observer.get().map(|observe| (observe, BatchReport { writes: ran.len() }));
             }
         }
         // The observer hears of a committed batch after its writes are answered: what it
-        // does (metrics, the batch's span) is then off the path of every write waiting
-        // for this batch, and of the next batch.
+        // does (metrics) is then off the path of every write waiting for this batch, and
+        // of the next batch.
+        let writes = ran.len();
         for done in ran {
-            done.answer(committed.as_ref().map(|_| ()));
+            done.answer(committed.as_ref().map(|()| writes));
         }
         if let Some((observe, report)) = report {
             observe(report);
