@@ -14,6 +14,14 @@ against case.schema.json before anything is sent, and a kit that fails the schem
 operation the document does not have, repeats an id or refers to an unknown case stops the
 run (exit 2) with nothing sent: a broken kit never passes in part.
 
+With `--mock`, the server is a mock of the document (Prism's `prism mock`): the runner sends
+every request case that names the document's example of its answer, asking for that example
+with `Prefer: example=…`, and checks the answer's status, media type and body by the case's
+rule; the other cases test what a mock does not do (README.md, "What a mock cannot check").
+
+A case's `given` steps run first, each once per run: another case's id (run as that case,
+and it must pass), or an inline request (its `status`, when given, must be answered).
+
 Exit status: 0 every selected case passed, 1 a case failed, 2 the kit or the arguments are
 unusable.
 """
@@ -145,9 +153,9 @@ class Server:
             raise KitError(f"--base-url {base_url!r} is not an http(s) URL")
         self.url, self.tokens, self.refresh_token, self.timeout = url, tokens, refresh_token, timeout
 
-    def send(self, case_request, auth):
+    def send(self, case_request, auth, extra_headers=None):
         request = substitute(case_request, self.refresh_token)
-        headers = {"Accept": "application/json, application/problem+json", **request.get("headers", {})}
+        headers = {"Accept": "application/json, application/problem+json", **request.get("headers", {}), **(extra_headers or {})}
         token = self.tokens.get(auth)
         if auth == "invalid":
             token = INVALID_TOKEN
@@ -284,8 +292,11 @@ def check(case, status, headers, raw, document):
 # --- the run ----------------------------------------------------------------------------
 
 
-def server_cases(cases, only):
-    chosen = [c for c in cases if "server" in c["appliesTo"] and "response" in c and c["kind"] != "response"]
+def server_cases(cases, only, mock=False):
+    if mock:
+        chosen = [c for c in cases if c["kind"] == "request" and "example" in c.get("response", {})]
+    else:
+        chosen = [c for c in cases if "server" in c["appliesTo"] and "response" in c and c["kind"] != "response"]
     if only:
         pattern = re.compile(only)
         chosen = [c for c in chosen if pattern.search(c["id"])]
@@ -302,33 +313,96 @@ def main(argv=None):
     parser.add_argument("--only", help="run only the cases whose id matches this regular expression")
     parser.add_argument("--list", action="store_true", help="list the cases that would run, and run none")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per request (30)")
+    parser.add_argument("--mock", action="store_true", help="the server is a mock of the document: send the request cases that name their answer's example, with Prefer: example=…")
     args = parser.parse_args(argv)
     try:
         here = Path(__file__).resolve().parent
         source = args.kit or (str(here) if (here / "index.json").exists() else args.base_url.rstrip("/") + "/conformance/")
         document = load_document(args.document or args.base_url.rstrip("/") + "/openapi.json")
-        cases, _ = load_kit(source, document)
-        chosen = server_cases(cases, args.only)
+        cases, by_id = load_kit(source, document)
+        chosen = server_cases(cases, args.only, args.mock)
         if args.list:
             print("\n".join(c["id"] for c in chosen))
             return 0
         if not chosen:
             raise KitError("no case selected")
         tokens = {"member": args.member_token, "admin": args.admin_token, "outsider": args.outsider_token}
+        if args.mock:
+            # A mock checks that a credential is sent, not which.
+            tokens = {role: token or f"mock-{role}-token" for role, token in tokens.items()}
         server = Server(args.base_url, tokens, args.refresh_token or UNSPENT, args.timeout)
-        failures = []
-        for case in chosen:
-            status, headers, raw = server.send(case["request"], case.get("auth"))
-            difference = check(case, status, headers, raw, document)
-            if difference:
-                failures.append(f"{case['id']}: {difference}")
+        run = Run(server, document, by_id, args.mock)
+        failures = [f"{case['id']}: {difference}" for case in chosen if (difference := run.case(case))]
     except KitError as error:
         print(f"conformance: {error}", file=sys.stderr)
         return 2
     for failure in failures:
         print(f"FAIL {failure}")
-    print(f"conformance: {len(chosen) - len(failures)} of {len(chosen)} server cases passed against {args.base_url}")
+    what = "request cases passed against the mock at" if args.mock else "server cases passed against"
+    print(f"conformance: {len(chosen) - len(failures)} of {len(chosen)} {what} {args.base_url}")
     return 1 if failures else 0
+
+
+class Run:
+    """One run against one server: each case, after its `given` steps, each case once."""
+
+    def __init__(self, server, document, by_id, mock):
+        self.server, self.document, self.by_id, self.mock = server, document, by_id, mock
+        self.outcomes = {}
+
+    def case(self, case):
+        """The first difference of `case`'s answer (after its `given` steps), or None; a case
+        already run (as another's step) is not sent again."""
+        if case["id"] in self.outcomes:
+            return self.outcomes[case["id"]]
+        self.outcomes[case["id"]] = "(a step of itself)"
+        outcome = self.given(case) or self.answer(case)
+        self.outcomes[case["id"]] = outcome
+        return outcome
+
+    def given(self, case):
+        for position, step in enumerate(case.get("given", [])):
+            if isinstance(step, str):
+                failed = self.case(self.by_id[step])
+                if failed:
+                    return f"given {step} failed: {failed}"
+                continue
+            status, _, raw = self.server.send(step["request"], step.get("auth"))
+            if "status" in step and status != step["status"]:
+                return f"given step {position} answered {status}, expected {step['status']}: {raw[:200].decode(errors='replace')}"
+        return None
+
+    def answer(self, case):
+        prefer = {"Prefer": f"example={case['response']['example']}"} if self.mock else None
+        status, headers, raw = self.server.send(case["request"], case.get("auth"), prefer)
+        difference = check(case, status, headers, raw, self.document)
+        if difference or not self.mock:
+            return difference
+        # A mock answers the very example asked for.
+        example = named_example(self.document, case["operationId"], case["response"])
+        return exact(example, json.loads(raw), "", set()) if example is not None else None
+
+
+def named_example(document, operation_id, response):
+    """The value of the document's example `response["example"]` of the operation's answer
+    `response["status"]`, or None."""
+    def deref(node):
+        while isinstance(node, dict) and "$ref" in node:
+            target = document
+            for key in node["$ref"].removeprefix("#/").split("/"):
+                target = target[key.replace("~1", "/").replace("~0", "~")]
+            node = target
+        return node
+
+    for item in document.get("paths", {}).values():
+        for op in item.values():
+            if isinstance(op, dict) and op.get("operationId") == operation_id:
+                answer = deref(op["responses"].get(str(response["status"]), {}))
+                for media in answer.get("content", {}).values():
+                    example = media.get("examples", {}).get(response["example"])
+                    if example is not None:
+                        return deref(example).get("value")
+    return None
 
 
 if __name__ == "__main__":
