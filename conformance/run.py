@@ -303,46 +303,6 @@ def server_cases(cases, only, mock=False):
     return chosen
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--base-url", required=True, help="the server under test, e.g. http://localhost:8080")
-    parser.add_argument("--kit", help="the kit: a directory or a URL (default: beside this file, else the server's /conformance/)")
-    for role in ("member", "admin", "outsider", "refresh"):
-        parser.add_argument(f"--{role}-token", default="", help=f"the {role} token the cases' auth names")
-    parser.add_argument("--document", help="the OpenAPI document (JSON or YAML file, or URL; default: the server's /openapi.json)")
-    parser.add_argument("--only", help="run only the cases whose id matches this regular expression")
-    parser.add_argument("--list", action="store_true", help="list the cases that would run, and run none")
-    parser.add_argument("--timeout", type=float, default=30.0, help="seconds per request (30)")
-    parser.add_argument("--mock", action="store_true", help="the server is a mock of the document: send the request cases that name their answer's example, with Prefer: example=…")
-    args = parser.parse_args(argv)
-    try:
-        here = Path(__file__).resolve().parent
-        source = args.kit or (str(here) if (here / "index.json").exists() else args.base_url.rstrip("/") + "/conformance/")
-        document = load_document(args.document or args.base_url.rstrip("/") + "/openapi.json")
-        cases, by_id = load_kit(source, document)
-        chosen = server_cases(cases, args.only, args.mock)
-        if args.list:
-            print("\n".join(c["id"] for c in chosen))
-            return 0
-        if not chosen:
-            raise KitError("no case selected")
-        tokens = {"member": args.member_token, "admin": args.admin_token, "outsider": args.outsider_token}
-        if args.mock:
-            # A mock checks that a credential is sent, not which.
-            tokens = {role: token or f"mock-{role}-token" for role, token in tokens.items()}
-        server = Server(args.base_url, tokens, args.refresh_token or UNSPENT, args.timeout)
-        run = Run(server, document, by_id, args.mock)
-        failures = [f"{case['id']}: {difference}" for case in chosen if (difference := run.case(case))]
-    except KitError as error:
-        print(f"conformance: {error}", file=sys.stderr)
-        return 2
-    for failure in failures:
-        print(f"FAIL {failure}")
-    what = "request cases passed against the mock at" if args.mock else "server cases passed against"
-    print(f"conformance: {len(chosen) - len(failures)} of {len(chosen)} {what} {args.base_url}")
-    return 1 if failures else 0
-
-
 class Run:
     """One run against one server: each case, after its `given` steps, each case once."""
 
@@ -403,6 +363,46 @@ def named_example(document, operation_id, response):
                     if example is not None:
                         return deref(example).get("value")
     return None
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--base-url", required=True, help="the server under test, e.g. http://localhost:8080")
+    parser.add_argument("--kit", help="the kit: a directory or a URL (default: beside this file, else the server's /conformance/)")
+    for role in ("member", "admin", "outsider", "refresh"):
+        parser.add_argument(f"--{role}-token", default="", help=f"the {role} token the cases' auth names")
+    parser.add_argument("--document", help="the OpenAPI document (JSON or YAML file, or URL; default: the server's /openapi.json)")
+    parser.add_argument("--only", help="run only the cases whose id matches this regular expression")
+    parser.add_argument("--list", action="store_true", help="list the cases that would run, and run none")
+    parser.add_argument("--timeout", type=float, default=30.0, help="seconds per request (30)")
+    parser.add_argument("--mock", action="store_true", help="the server is a mock of the document: send the request cases that name their answer's example, with Prefer: example=…")
+    args = parser.parse_args(argv)
+    try:
+        here = Path(__file__).resolve().parent
+        source = args.kit or (str(here) if (here / "index.json").exists() else args.base_url.rstrip("/") + "/conformance/")
+        document = load_document(args.document or args.base_url.rstrip("/") + "/openapi.json")
+        cases, by_id = load_kit(source, document)
+        chosen = server_cases(cases, args.only, args.mock)
+        if args.list:
+            print("\n".join(c["id"] for c in chosen))
+            return 0
+        if not chosen:
+            raise KitError("no case selected")
+        tokens = {"member": args.member_token, "admin": args.admin_token, "outsider": args.outsider_token}
+        if args.mock:
+            # A mock checks that a credential is sent, not which.
+            tokens = {role: token or f"mock-{role}-token" for role, token in tokens.items()}
+        server = Server(args.base_url, tokens, args.refresh_token or UNSPENT, args.timeout)
+        run = Run(server, document, by_id, args.mock)
+        failures = [f"{case['id']}: {difference}" for case in chosen if (difference := run.case(case))]
+    except KitError as error:
+        print(f"conformance: {error}", file=sys.stderr)
+        return 2
+    for failure in failures:
+        print(f"FAIL {failure}")
+    what = "request cases passed against the mock at" if args.mock else "server cases passed against"
+    print(f"conformance: {len(chosen) - len(failures)} of {len(chosen)} {what} {args.base_url}")
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":
