@@ -149,11 +149,6 @@ pub fn shutdown() {
     }
 }
 
-/// Whether tracing is on.
-pub fn enabled() -> bool {
-    TRACING.get().is_some()
-}
-
 /// The longest `tracestate` taken from a caller (W3C Trace Context asks a vendor to pass
 /// on at least 512 characters): a longer one is not taken at all, as the SDK would copy its
 /// up to 32 entries of 512 bytes into every span of the request.

@@ -12,8 +12,9 @@
 //! (`wpds.db.connection`: `pool`, `shared` or `writer`) and, on PostgreSQL, `server.address`,
 //! `server.port` and `db.namespace` of the server the service connects to (a pooler's,
 //! behind one); a write the SQLite writer committed says with how many others
-//! ([`BATCH_WRITES`]: its span's time includes the wait for that commit). A call that failed for want of the database has status error and its
-//! `error.type`; a refusal (not found, a version conflict) is an answer, not an error.
+//! ([`BATCH_WRITES`]: its span's time includes the wait for that commit). A call that
+//! failed for want of the database has status error and its `error.type`; a refusal (not
+//! found, a version conflict) is an answer, not an error.
 
 use crate::error::StoreError;
 use opentelemetry::global::BoxedTracer;
