@@ -23,18 +23,23 @@ fn main() {
     embed_conformance_kit(&manifest, &out.with_file_name("conformance_kit.rs"));
 }
 
-/// Files of the repository the server publishes with the kit: (name in the kit, path).
-const PUBLISHED_WITH_THE_KIT: &[(&str, &str)] = &[("schemathesis.toml", "openapi/schemathesis.toml")];
-
 /// Writes `KIT: &[(name, bytes)]`, sorted by name: every file under `conformance/` by its
-/// path there, and the files published with it.
+/// path there, and the files of the repository published with it, which its index maps to
+/// their paths (`publishedFrom`, written by `scripts/conformance`).
 fn embed_conformance_kit(manifest: &Path, out: &Path) {
     let kit = manifest.join("conformance");
     println!("cargo::rerun-if-changed={}", kit.display());
     let mut files = Vec::new();
     collect_files(&kit, &kit, &mut files);
-    for (name, path) in PUBLISHED_WITH_THE_KIT {
-        files.push((name.to_string(), manifest.join(path)));
+    let index = kit.join("index.json");
+    let text =
+        std::fs::read_to_string(&index).unwrap_or_else(|e| panic!("cannot read {}: {e}", index.display()));
+    let index =
+        wpds_document::parse_document(&text).unwrap_or_else(|e| panic!("conformance/index.json: {e}"));
+    let published = index["publishedFrom"].as_object().expect("conformance/index.json has publishedFrom");
+    for (name, path) in published {
+        let path = path.as_str().expect("a path in the repository");
+        files.push((name.clone(), manifest.join(path)));
     }
     files.sort();
     let mut text =

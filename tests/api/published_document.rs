@@ -91,9 +91,15 @@ fn the_conformance_kit_is_served_beside_the_document_file_by_file() {
     assert_eq!(index.body, std::fs::read(format!("{kit}/index.json")).unwrap());
     let files: Vec<String> =
         index.json()["files"].as_array().unwrap().iter().map(|f| f.as_str().unwrap().to_owned()).collect();
+    // The repository's files published with the kit, by their name in it.
+    let published = index.json()["publishedFrom"].as_object().unwrap().clone();
+    assert!(
+        published.contains_key("schemathesis.toml")
+            && published.contains_key("released/1.0.0.client-cases.json")
+    );
     let mut in_the_folder = Vec::new();
     files_under(std::path::Path::new(kit), std::path::Path::new(kit), &mut in_the_folder);
-    let mut listed: Vec<&String> = files.iter().filter(|f| f.as_str() != "schemathesis.toml").collect();
+    let mut listed: Vec<&String> = files.iter().filter(|f| !published.contains_key(f.as_str())).collect();
     listed.sort();
     in_the_folder.sort();
     assert_eq!(
@@ -105,11 +111,9 @@ fn the_conformance_kit_is_served_beside_the_document_file_by_file() {
         let served = app.get(&format!("/conformance/{name}"));
         assert_eq!(served.status, 200, "{name}");
         assert_eq!(served.header("cache-control"), Some("no-cache"), "{name}");
-        let source = match name.as_str() {
-            "schemathesis.toml" => {
-                concat!(env!("CARGO_MANIFEST_DIR"), "/openapi/schemathesis.toml").to_owned()
-            }
-            _ => format!("{kit}/{name}"),
+        let source = match published.get(name) {
+            Some(path) => format!("{}/{}", env!("CARGO_MANIFEST_DIR"), path.as_str().unwrap()),
+            None => format!("{kit}/{name}"),
         };
         assert_eq!(served.body, std::fs::read(&source).unwrap(), "{name} is {source}");
     }
