@@ -168,8 +168,10 @@ impl From<r2d2::Error> for StoreError {
 }
 
 /// The database did not let the statement proceed: SQLite's "database is locked" after
-/// `busy_timeout`; PostgreSQL's `lock_timeout` / `statement_timeout` cancellations, a
-/// deadlock or serialization failure (retrying is the remedy), a closed connection, or a
+/// `busy_timeout`; PostgreSQL's `lock_timeout` / `statement_timeout` cancellations, one
+/// cancelled by an operator (`pg_cancel_backend`, a pooler's cancel) or for a standby's
+/// recovery, a deadlock or serialization failure (retrying is the remedy), a closed
+/// connection (PgBouncer's "server conn crashed?" when the server's backend ended), or a
 /// server that takes no writes (SQLSTATE 25006 "cannot execute … in a read-only
 /// transaction", and what a standby says of work it cannot do "during recovery"): after a
 /// failover, a connection to the node that is now a standby. The caller discards the
@@ -179,6 +181,9 @@ fn is_busy(message: &str) -> bool {
         || message.contains("database is busy")
         || message.contains("canceling statement due to lock timeout")
         || message.contains("canceling statement due to statement timeout")
+        || message.contains("canceling statement due to user request")
+        || message.contains("canceling statement due to conflict with recovery")
+        || message.contains("server conn crashed")
         || message.contains("terminating connection")
         || message.contains("deadlock detected")
         || message.contains("could not serialize access")
