@@ -395,7 +395,7 @@ def check_postgres_spans(binary, workdir, admin_url):
             attributes = span["attributes"]
             if any(attributes.get(k) != v for k, v in expected.items()):
                 fail(f"database span {span['name']!r} on PostgreSQL: {attributes}, expected {expected}")
-            if attributes.get("db.query.summary") != span["name"] or attributes.get("wpds.db.connection") not in ("pool", "shared"):
+            if attributes.get("db.query.summary") != span["name"] or attributes.get("wpds.db.connection") not in ("pool", "shared", "batch"):
                 fail(f"database span {span['name']!r}: summary {attributes.get('db.query.summary')!r}, connection {attributes.get('wpds.db.connection')!r}")
             up = by_id.get(span["parentSpanId"])
             if up is None or span["kind"] != INTERNAL or not (up["start"] <= span["start"] <= span["end"] <= up["end"]):
@@ -404,10 +404,14 @@ def check_postgres_spans(binary, workdir, admin_url):
         lookup = next(s for s in database if s["name"] == "SELECT tokens logins users")
         if update["attributes"].get("db.operation.name") != "UPDATE" or by_id[update["parentSpanId"]] is not root:
             fail(f"the write's UPDATE span: {update['attributes']}, parent {by_id[update['parentSpanId']]['name']}")
+        # The write went through PostgreSQL's batcher (one statement for the writes waiting
+        # together), and its span says how many writes that statement carried.
+        if update["attributes"].get("wpds.db.connection") != "batch" or update["attributes"].get("wpds.db.batch.writes", 0) < 1:
+            fail(f"the write's UPDATE span says nothing of its batch: {update['attributes']}")
         if by_id[lookup["parentSpanId"]] is not root or sorted(e["name"] for e in root["events"]) != ["authentication", "validation"]:
             fail(f"the token lookup's parent on PostgreSQL: {by_id[lookup['parentSpanId']]['name']}; events {root['events']}")
-        if any("wpds.db.batch.writes" in s["attributes"] for s in database):
-            fail(f"a SQLite writer's commit on PostgreSQL: {[s['attributes'] for s in database]}")
+        if any("wpds.db.batch.writes" in s["attributes"] for s in database if s is not update):
+            fail(f"a batch size on a span other than the write's: {[s['attributes'] for s in database]}")
         connections = ", ".join(f"{s['name']} on {s['attributes']['wpds.db.connection']}" for s in database)
         print(
             f"check-tracing: PostgreSQL OK: {len(spans)} spans in the write's trace; its database spans ({connections}) "

@@ -27,9 +27,9 @@
 //! - Events `authentication` and `validation` of the server span, each with how long its
 //!   step took ([`as_event`]), and a child span for each database call, made where calls
 //!   enter storage ([`wpds_storage::engine::in_child_span`]); all only inside a sampled
-//!   request. On SQLite a write's database span says how many writes the writer's commit
-//!   it waited for carried (`wpds.db.batch.writes`): a batch serves many traces, so it
-//!   has no span of its own.
+//!   request. A write's database span says how many writes the batch it waited for carried
+//!   (`wpds.db.batch.writes`: the SQLite writer's commit, or PostgreSQL's batched time-log
+//!   statement): a batch serves many traces, so it has no span of its own.
 //!
 //! The SDK's batch processor exports on its own thread from a bounded queue: a slow or
 //! unreachable collector drops spans, it never holds a request. The spans ended, exported

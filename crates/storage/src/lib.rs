@@ -29,7 +29,10 @@
 //!   connection of either engine and, on PostgreSQL, on the shared, pipelining
 //!   connections. Work of several statements stays blocking.
 //! - On SQLite the server's writes run on one writer thread, in batches that commit once;
-//!   a write is answered only after its batch committed.
+//!   on PostgreSQL a write whose common case is one statement ([`engine::BatchedStatement`],
+//!   the time-log write) has that case run with the writes waiting with it as one statement
+//!   over arrays. Either way a write is answered only after its batch committed
+//!   (`engine/batch.rs` says what a batch is on both engines).
 //! - Every versioned write checks the expected version and writes in one statement or
 //!   one transaction (SQLite: `BEGIN IMMEDIATE`), so two writers can never both succeed
 //!   with the same expected version.

@@ -10,21 +10,23 @@
 //!
 //! With `--database-url postgres://… --tokens FILE` (bench-data's tokens, line N user N)
 //! the handler instead takes the caller from a map of those tokens and runs the
-//! repository's own one-statement write (`time_log::set_current_cell`) on the storage
-//! crate's shared, pipelining connections (`SharedPg`, `--per-thread` per worker, 8 as the
-//! server's default), answering its row, or 409 when the write did not apply: wpds's
-//! HTTP stack and database path with nothing of its own layers (no request id, edge
-//! middleware, validation against the document, database budget, problem mapping). On the
-//! same machine as the database and wrk, it says how much of pgbench's rate any server
-//! that speaks HTTP to wrk and writes through this driver can reach.
+//! repository's own write (`time_log::set_cell`) through the storage crate
+//! (`Database::write`: on PostgreSQL the writes waiting together go as one statement, on
+//! the shared, pipelining connections, `--per-thread` per worker, 8 as the server's
+//! default), answering its row, or 409 when the write met another version: wpds's HTTP
+//! stack and database path with nothing of its own layers (no request id, edge middleware,
+//! validation against the document, authentication lookups, problem mapping). On the same
+//! machine as the database and wrk, it says how much of pgbench's rate any server that
+//! speaks HTTP to wrk and writes through this storage crate can reach.
 
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 use wpds_bench::{Args, WORKSPACE_ID, fail};
 use wpds_contract::types::{SetTimeLogCellRequest, TimeLogCellResult, TimeLogEntry, TimeLogPhase};
-use wpds_storage::repos::time_log::{CellChange, format_hours, parse_hours, set_current_cell};
-use wpds_storage::{Database, DbConfig};
+use wpds_storage::repos::time_log::{CellChange, format_hours, parse_hours, set_cell};
+use wpds_storage::{Budget, Database, DbConfig, StoreError};
 
 /// The server's allocator (src/main.rs), so a ceiling is not held back by another's.
 #[global_allocator]
@@ -32,7 +34,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Ceiling (c)'s database and callers.
 struct Lean {
-    db: Database,
+    db: Arc<Database>,
     users: HashMap<String, i64>,
 }
 
@@ -65,8 +67,8 @@ async fn write(path: web::Path<String>, body: web::Bytes) -> HttpResponse {
     }
 }
 
-/// Ceiling (c): the caller from the token map, the repository's one-statement write on a
-/// shared connection.
+/// Ceiling (c): the caller from the token map, the repository's write through the storage
+/// crate.
 async fn lean_write(lean: web::Data<Lean>, req: HttpRequest, body: web::Bytes) -> HttpResponse {
     let token = req
         .headers()
@@ -81,13 +83,13 @@ async fn lean_write(lean: web::Data<Lean>, req: HttpRequest, body: web::Bytes) -
         Err(e) => return HttpResponse::BadRequest().body(e.to_string()),
     };
     let write = CellChange::requested(WORKSPACE_ID, user_id, request);
-    let Some(shared) = lean.db.shared() else { fail("no shared connections") };
-    match shared.run(&write, |conn, write| Box::pin(set_current_cell(conn, write))).await {
-        Ok(Some(entry)) => match serde_json::to_vec(&TimeLogCellResult { entry }) {
+    let budget = Budget::new(lean.db.timeout());
+    match lean.db.write(&budget, set_cell(write)).await {
+        Ok(entry) => match serde_json::to_vec(&TimeLogCellResult { entry }) {
             Ok(body) => HttpResponse::Ok().content_type("application/json").body(body),
             Err(e) => HttpResponse::InternalServerError().body(e.to_string()),
         },
-        Ok(None) => HttpResponse::Conflict().finish(),
+        Err(StoreError::VersionConflict(_)) => HttpResponse::Conflict().finish(),
         Err(e) => HttpResponse::ServiceUnavailable().body(format!("{e:?}")),
     }
 }
@@ -106,7 +108,7 @@ fn lean(url: String, tokens: &str, per_thread: usize) -> Lean {
     let text =
         std::fs::read_to_string(tokens).unwrap_or_else(|e| fail(&format!("cannot read {tokens}: {e}")));
     let users = text.lines().zip(1..).map(|(token, user)| (token.to_owned(), user)).collect();
-    Lean { db, users }
+    Lean { db: Arc::new(db), users }
 }
 
 #[actix_web::main]

@@ -33,10 +33,12 @@
 //! hands it ([`Database::writer`]) in batches; the pool serves reads (see
 //! [`crate::engine::writer`]).
 
+use crate::engine::batch::BatchObserver;
 pub use crate::engine::conn::DbConn;
 use crate::engine::lock_wait::{budget_spent, set_lock_wait, shortens};
 use crate::engine::network::with_network_timeouts;
-use crate::engine::shared_pg::SharedPg;
+use crate::engine::pg_batcher::PgBatcher;
+use crate::engine::shared_pg::{LOCK_WAIT, SharedPg};
 use crate::engine::suspicion::Suspicion;
 use crate::engine::throttled_log::{SharedLog, ThrottledLog, one_line};
 use crate::engine::writer::{Writer, WriterPool};
@@ -185,6 +187,9 @@ pub struct Database {
     /// On PostgreSQL, the shared connections single statements pipeline on, once the server
     /// asked for them ([`Database::share_statements`]).
     shared: Option<SharedPg>,
+    /// On PostgreSQL, the batcher of batched writes' common case
+    /// ([`crate::engine::pg_batcher`]).
+    batcher: Option<PgBatcher>,
     /// Told how long each checkout waited, once someone asked ([`Database::observe_pool_waits`]).
     pool_waits: OnceLock<PoolWaitObserver>,
     /// What its spans say of the server ([`crate::engine::trace`]).
@@ -393,6 +398,7 @@ impl Database {
             bare_statements: AtomicBool::new(false),
             suspicion: Default::default(),
             shared: None,
+            batcher: (engine == Engine::Postgres).then(PgBatcher::new),
             pool_waits: OnceLock::new(),
             span_attributes: match engine {
                 Engine::Sqlite => crate::engine::trace::DbAttributes::sqlite(),
@@ -475,9 +481,26 @@ impl Database {
     }
 
     /// The SQLite writer thread, through which the server runs its writes; `None` on
-    /// PostgreSQL, where writes run on pooled connections side by side.
+    /// PostgreSQL, where writes run on pooled connections side by side, and batched writes'
+    /// common case in batches of its own (`engine/pg_batcher.rs`).
     pub fn writer(&self) -> Option<&Writer> {
         self.writer.as_ref()
+    }
+
+    /// On PostgreSQL, the batcher of batched writes' common case.
+    pub(crate) fn batcher(&self) -> Option<&PgBatcher> {
+        self.batcher.as_ref()
+    }
+
+    /// Has `observer` hear of every batch that commits from now on (SQLite's writer's, or
+    /// PostgreSQL's batched statements'), once its writes are answered, on the thread that
+    /// ran it. Only the first observer given is kept.
+    pub fn observe_batches(&self, observer: BatchObserver) {
+        match (&self.writer, &self.batcher) {
+            (Some(writer), _) => writer.observe_batches(observer),
+            (None, Some(batcher)) => batcher.observe(observer),
+            (None, None) => {}
+        }
     }
 
     /// The pool's connections now: `(open, idle, most)`.
@@ -518,7 +541,7 @@ impl Database {
         deadline: Instant,
         work: impl FnOnce(&mut DbConn) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        self.run_as(deadline, Unit::Work, work)
+        self.run_as(deadline, Unit::Work, self.timeout, work)
     }
 
     /// [`Database::run_until`] for work that is one statement (`Read::statement`, a write's
@@ -532,17 +555,35 @@ impl Database {
         deadline: Instant,
         work: impl FnOnce(&mut DbConn) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        // Set only behind a transaction pooler ([`Database::read_role_timeouts`]).
-        let unit =
-            if self.bare_statements.load(Ordering::Relaxed) { Unit::BareStatement } else { Unit::Work };
-        self.run_as(deadline, unit, work)
+        self.run_as(deadline, self.statement_unit(), self.timeout, work)
     }
 
-    /// [`Database::run_until`], `work` run as `unit` says.
+    /// [`Database::run_statement_until`] for a batched statement
+    /// ([`crate::engine::pg_batcher`]), which waits for a row lock [`LOCK_WAIT`] at most
+    /// (as the role's `lock_timeout` has it behind a pooler whose role bounds statements):
+    /// a row held elsewhere holds up every write of the batch, each of which then waits for
+    /// it on its own, within its own budget.
+    pub(crate) fn run_batch_until<T>(
+        &self,
+        deadline: Instant,
+        work: impl FnOnce(&mut DbConn) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.run_as(deadline, self.statement_unit(), LOCK_WAIT.min(self.timeout), work)
+    }
+
+    /// How a unit of one statement runs: as it is behind a transaction pooler whose role
+    /// bounds statements (set only there, [`Database::read_role_timeouts`]), else as any work.
+    fn statement_unit(&self) -> Unit {
+        if self.bare_statements.load(Ordering::Relaxed) { Unit::BareStatement } else { Unit::Work }
+    }
+
+    /// [`Database::run_until`], `work` run as `unit` says, its lock waits `most_lock_wait` at
+    /// most.
     fn run_as<T>(
         &self,
         deadline: Instant,
         unit: Unit,
+        most_lock_wait: Duration,
         work: impl FnOnce(&mut DbConn) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         if !self.is_ready() {
@@ -556,7 +597,7 @@ impl Database {
             observe(checkout.elapsed());
         }
         let left = deadline.saturating_duration_since(Instant::now());
-        let lock_wait = if shortens(left, self.timeout) { left } else { self.timeout };
+        let lock_wait = if shortens(left, most_lock_wait) { left } else { most_lock_wait };
         let (result, healthy) = match unit {
             Unit::BareStatement => (work(&mut conn), true),
             Unit::Work if self.pooler.lends_transactions() => {
@@ -566,7 +607,8 @@ impl Database {
         };
         let failed = !healthy
             || match &result {
-                Err(busy) if unit == Unit::BareStatement && busy.is_lock_wait() => false,
+                // A lock wait is the statement's outcome, not the connection's.
+                Err(busy) if busy.is_lock_wait() => false,
                 Err(StoreError::Unavailable(_) | StoreError::Internal(_)) => true,
                 _ => false,
             };

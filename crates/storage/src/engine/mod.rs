@@ -5,27 +5,33 @@
 //! - [`Database`] (opened from a [`DbConfig`]), which runs a repository's [`Read`] or
 //!   [`Write`] within a request's [`Budget`] and decides which connection serves it: a
 //!   pooled one on the blocking threads, the SQLite writer's batch ([`Writer`]), or a shared,
-//!   pipelining PostgreSQL connection (`work.rs` has the table);
+//!   pipelining PostgreSQL connection, or PostgreSQL's batch of one statement for many
+//!   writes (`work.rs` has the table);
 //! - the connections work runs on ([`DbConn`], [`StatementConn`] for one statement) and the
 //!   macros that compile a repository's diesel code once per engine ([`crate::db_run!`],
 //!   [`crate::db_write!`], [`crate::db_statement!`]);
 //! - the server's own secrets, provisioned with the migrations ([`secret`]);
-//! - what the server observes: the writer's batches ([`BatchReport`]), the shared
+//! - what a batch is on both engines, and the statement a batched write's common case is
+//!   ([`BatchedStatement`]);
+//! - what the server observes: the batches ([`BatchReport`]), the shared
 //!   connections' state ([`SharedState`]), the spans of database calls ([`in_child_span`]),
 //!   a log line that repeats at most every few seconds ([`ThrottledLog`]).
 //!
 //! Inside: the r2d2 pools and migrations (`db.rs`), connections and transactions
-//! (`conn.rs`), the one way in (`work.rs`), the SQLite writer thread (`writer.rs`), the
-//! shared PostgreSQL connections (`shared_pg.rs`), statements on any connection
+//! (`conn.rs`), the one way in (`work.rs`), what a batch is (`batch.rs`), the SQLite writer
+//! thread (`writer.rs`), PostgreSQL's batcher (`pg_batcher.rs`), the shared PostgreSQL
+//! connections (`shared_pg.rs`), statements on any connection
 //! (`statement.rs`), lock waits within a budget (`lock_wait.rs`), network timeouts
 //! (`network.rs`), the role's timeouts behind a pooler that keeps prepared statements
 //! (`role_timeouts.rs`), the pool's suspicion after a failure (`suspicion.rs`), throttled logs
 //! (`throttled_log.rs`), database spans (`trace.rs`), the server's secrets (`secrets.rs`).
 
+mod batch;
 mod conn;
 mod db;
 mod lock_wait;
 mod network;
+mod pg_batcher;
 mod role_timeouts;
 mod secrets;
 mod shared_pg;
@@ -36,6 +42,7 @@ mod trace;
 mod work;
 mod writer;
 
+pub use batch::{BatchObserver, BatchReport, BatchedStatement, MAX_BATCH};
 pub use conn::DbConn;
 pub use db::{Database, DbConfig, Engine, PoolWaitObserver, Pooler, SqliteSynchronous};
 pub use secrets::{CURSOR_SIGNING, read as secret};
@@ -44,7 +51,7 @@ pub use statement::{StatementConn, StatementFuture};
 pub use throttled_log::ThrottledLog;
 pub use trace::in_child_span;
 pub use work::{Budget, Read, StatementFn, Write};
-pub use writer::{BatchObserver, BatchReport, Writer};
+pub use writer::Writer;
 
 /// What the engine's macros expand to, so that their callers (in this crate and outside)
 /// need not name it. Not for direct use.

@@ -197,7 +197,7 @@ impl SharedPg {
     /// Runs `work`'s one statement over `input` on a shared connection of this thread, making one
     /// first if none is free and fewer than `per_thread` are open. The caller bounds it by
     /// its deadline: dropped before it finished, it takes its connection out of use.
-    pub async fn run<I, T>(
+    pub async fn run<I: ?Sized, T>(
         &self,
         input: &I,
         work: for<'c> fn(StatementConn<'c>, &'c I) -> StatementFuture<'c, T>,

@@ -68,9 +68,10 @@ pub async fn in_child_span<F: Future>(
     output
 }
 
-/// The attribute of a SQLite write's span that says how many writes its commit carried
-/// (the writer commits queued writes together: [`crate::engine::writer`]), so a trace
-/// shows what the time it waited for its commit was shared with.
+/// The attribute of a write's span that says how many writes its batch carried (the SQLite
+/// writer commits queued writes together, and PostgreSQL's batcher runs a batched
+/// statement's waiting writes as one: `engine/batch.rs`), so a trace shows what the
+/// time it waited for its commit was shared with.
 pub const BATCH_WRITES: &str = "wpds.db.batch.writes";
 
 /// Records on the current span, when it is sampled (a write's database span), that its

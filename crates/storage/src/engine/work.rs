@@ -8,7 +8,9 @@
 //! | a read ([`Read::new`]) | a pooled connection, on the blocking threads | a pooled connection (behind a pooler, in one transaction, [`Database::run_until`]) | a pooled connection, in one transaction |
 //! | a read of one statement ([`Read::statement`]) | a pooled connection | a shared, pipelining connection ([`crate::engine::shared_pg`]) | a pooled connection: as it is when the role's timeouts bound it, else in a transaction ([`Database::run_statement_until`]) |
 //! | a write ([`Write::new`]) | the writer thread, batched ([`crate::engine::writer`]) | a pooled connection | a pooled connection, in one transaction |
-//! | a write whose common case is one statement ([`Write::first_then`]) | the writer, both parts in one job | the statement on a shared connection, the rest (when needed) on a pooled one | the statement on a pooled connection as a read of one statement, the rest (when needed) in a transaction |
+//! | a write whose common case is a batched statement ([`Write::batched`]) | the writer, the statement for it alone and the rest in one job | the common case in the thread's next batch ([`crate::engine::pg_batcher`]: one statement for many writes, on a shared connection), the rest (when needed) on a pooled one | the same batch on a pooled connection, as a read of one statement; the rest (when needed) in a transaction |
+//!
+//! What a batch is, on both engines: [`crate::engine::batch`].
 //!
 //! Callers never see which: they hand over the work and a budget, and get its result.
 //!
@@ -21,12 +23,14 @@
 //! thread then finishes on its own, and its connection is closed rather than pooled
 //! ([`Database::release`]).
 
+use crate::engine::batch::BatchedStatement;
 use crate::engine::conn::DbConn;
 use crate::engine::db::Database;
 use crate::engine::shared_pg::SharedPg;
 use crate::engine::statement::{StatementConn, StatementFuture, ready};
 use crate::error::StoreError;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -88,22 +92,15 @@ enum Plan<T> {
     Blocking(Blocking<T>),
     /// One autocommit statement, which any connection can run.
     Statement(Box<dyn OneStatement<T>>),
-    /// A common case that is one statement, and the rest on a connection of its own.
-    FirstThen(Box<dyn FirstThen<T>>),
+    /// A common case that a batched statement settles, and the rest on a connection of its
+    /// own.
+    Batched(Box<dyn BatchedWrite<T>>),
 }
 
 /// A statement function bound to its input.
 trait OneStatement<T>: Send + Sync {
     /// The statement's future on `conn`.
     fn on<'c>(&'c self, conn: StatementConn<'c>) -> StatementFuture<'c, T>;
-}
-
-/// A write's common case as one statement, and the rest.
-trait FirstThen<T>: Send + Sync {
-    /// The common case's statement on `conn`: `None` when it does not apply.
-    fn first<'c>(&'c self, conn: StatementConn<'c>) -> StatementFuture<'c, Option<T>>;
-    /// Every other case, on a connection of its own.
-    fn rest(self: Box<Self>, conn: &mut DbConn) -> Result<T, StoreError>;
 }
 
 /// A statement function and its input.
@@ -118,20 +115,61 @@ impl<I: Send + Sync, T> OneStatement<T> for Bound<I, T> {
     }
 }
 
-/// A [`FirstThen`] of a statement function and a blocking function over one input.
-struct Staged<I, T> {
-    input: I,
-    first: StatementFn<I, Option<T>>,
-    rest: fn(&mut DbConn, I) -> Result<T, StoreError>,
+/// A write whose common case is a batched statement, and the rest.
+trait BatchedWrite<T>: Send {
+    /// The whole write on one blocking connection: the statement over it alone, then,
+    /// when that did not settle it, the rest.
+    fn blocking(self: Box<Self>, conn: &mut DbConn) -> Result<T, StoreError>;
+
+    /// On PostgreSQL: the common case in this thread's next batch, then, when that did not
+    /// settle it, the rest on a pooled connection; within what is left of `budget`.
+    fn batched<'a>(
+        self: Box<Self>,
+        db: &'a Arc<Database>,
+        budget: &'a Budget,
+    ) -> Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
 }
 
-impl<I: Send + Sync, T> FirstThen<T> for Staged<I, T> {
-    fn first<'c>(&'c self, conn: StatementConn<'c>) -> StatementFuture<'c, Option<T>> {
-        (self.first)(conn, &self.input)
+/// A [`BatchedWrite`] of a batched statement and the blocking function of the rest.
+struct Staged<S: BatchedStatement> {
+    input: S::Input,
+    rest: fn(&mut DbConn, S::Input) -> Result<S::Output, StoreError>,
+}
+
+impl<S: BatchedStatement> BatchedWrite<S::Output> for Staged<S> {
+    fn blocking(self: Box<Self>, conn: &mut DbConn) -> Result<S::Output, StoreError> {
+        match ready(S::one(conn.statement(), &self.input))? {
+            Some(done) => Ok(done),
+            None => (self.rest)(conn, self.input),
+        }
     }
 
-    fn rest(self: Box<Self>, conn: &mut DbConn) -> Result<T, StoreError> {
-        (self.rest)(conn, self.input)
+    fn batched<'a>(
+        self: Box<Self>,
+        db: &'a Arc<Database>,
+        budget: &'a Budget,
+    ) -> Pin<Box<dyn Future<Output = Result<S::Output, StoreError>> + Send + 'a>> {
+        Box::pin(async move {
+            let Staged { input, rest } = *self;
+            let input = match (S::key(&input), db.batcher()) {
+                (Some(key), Some(batcher)) => {
+                    let pooled = Arc::clone(db);
+                    let run = move |deadline, inputs| Arc::clone(&pooled).run_batch::<S>(deadline, inputs);
+                    let queued =
+                        |deadline| within(deadline, batcher.submit::<S, _, _>(deadline, key, input, run));
+                    let answered = budget.spend(queued).await??;
+                    crate::engine::trace::batch_writes(answered.writes);
+                    if let Some(answer) = settled(answered.outcome) {
+                        return answer;
+                    }
+                    // The rows the batch met locked: the rest waits for them on a pooled
+                    // connection, within what is left of the budget.
+                    answered.input.ok_or_else(crate::engine::lock_wait::budget_spent)?
+                }
+                _ => input,
+            };
+            budget.spend(|deadline| db.on_pool(deadline, move |conn| rest(conn, input))).await
+        })
     }
 }
 
@@ -141,10 +179,7 @@ impl<T: Send + 'static> Plan<T> {
         move |conn: &mut DbConn| match self {
             Plan::Blocking(work) => work(conn),
             Plan::Statement(statement) => ready(statement.on(conn.statement())),
-            Plan::FirstThen(staged) => match ready(staged.first(conn.statement()))? {
-                Some(done) => Ok(done),
-                None => staged.rest(conn),
-            },
+            Plan::Batched(staged) => staged.blocking(conn),
         }
     }
 }
@@ -182,19 +217,19 @@ impl<T: Send + 'static> Write<T> {
         Write { summary, plan: Plan::Blocking(Box::new(work)) }
     }
 
-    /// A write whose common case is the one statement `first` over `input` (`None` when it
-    /// does not apply), and whose other cases `rest` answers in a transaction of its own. On
-    /// SQLite both run in one job of the writer; on PostgreSQL `first` runs on a shared
-    /// connection, and `rest` only when `first` did not apply or its row was locked longer
-    /// than a shared connection waits.
+    /// A write whose common case the batched statement `S` settles (`S::key` gives the
+    /// record `input` changes, `None` when it cannot), and whose other cases `rest` answers
+    /// in a transaction of its own. On SQLite the writer runs `S` over `input` alone and then,
+    /// when needed, `rest`, in one job; on PostgreSQL `input` joins the thread's next batch
+    /// of `S` (`engine/pg_batcher.rs`), and `rest` runs only when the batch did not
+    /// settle it (or met its row locked longer than a batch waits).
     /// (`summary`: as for [`Read::new`], of the whole.)
-    pub fn first_then<I: Send + Sync + 'static>(
+    pub fn batched<S: BatchedStatement<Output = T>>(
         summary: &'static str,
-        input: I,
-        first: StatementFn<I, Option<T>>,
-        rest: fn(&mut DbConn, I) -> Result<T, StoreError>,
+        input: S::Input,
+        rest: fn(&mut DbConn, S::Input) -> Result<T, StoreError>,
     ) -> Self {
-        Write { summary, plan: Plan::FirstThen(Box::new(Staged { input, first, rest })) }
+        Write { summary, plan: Plan::Batched(Box::new(Staged::<S> { input, rest })) }
     }
 }
 
@@ -230,9 +265,9 @@ impl Database {
         budget: &Budget,
         write: Write<T>,
     ) -> Result<T, StoreError> {
-        let connection = match (&write.plan, self.writer(), self.shared()) {
-            (_, Some(_), _) => "writer",
-            (Plan::FirstThen(_), None, Some(_)) => "shared",
+        let connection = match (&write.plan, self.writer()) {
+            (_, Some(_)) => "writer",
+            (Plan::Batched(_), None) => "batch",
             _ => "pool",
         };
         self.traced(write.summary, connection, self.write_plan(budget, write.plan)).await
@@ -263,28 +298,16 @@ impl Database {
             crate::engine::trace::batch_writes(writes);
             return Ok(value);
         }
-        match (plan, self.shared()) {
-            (Plan::FirstThen(staged), Some(shared)) => {
-                let first =
-                    budget.spend(|deadline| on_shared(shared, deadline, &staged, |conn, s| s.first(conn)));
-                // The row locked: `rest` waits for it on a pooled connection, within what is
-                // left of the budget, instead of holding up the shared connection.
-                if let Some(answer) = settled(first.await) {
-                    return answer;
-                }
-                // Boxed: the blocking call's future, taken only by the uncommon cases, would
-                // otherwise enlarge (and be copied with) every request's future.
-                Box::pin(budget.spend(|deadline| self.on_pool(deadline, move |conn| staged.rest(conn)))).await
-            }
-            (plan, _) => budget.spend(|deadline| self.plan_on_pool(deadline, plan)).await,
+        match plan {
+            Plan::Batched(staged) => staged.batched(self, budget).await,
+            plan => budget.spend(|deadline| self.plan_on_pool(deadline, plan)).await,
         }
     }
 
     /// Runs `plan` on pooled connections on a blocking thread, until `deadline` at most: a
-    /// statement, and a write's first statement, as one ([`Database::run_statement_until`]:
-    /// behind a transaction pooler whose role bounds statements, without a transaction of
-    /// its own), and a write's rest, when the first did not apply or met a row locked for
-    /// longer than the role's lock wait, as a unit of its own; any other work as one unit.
+    /// statement as one ([`Database::run_statement_until`]: behind a transaction pooler
+    /// whose role bounds statements, without a transaction of its own); any other work as
+    /// one unit.
     async fn plan_on_pool<T: Send + 'static>(
         self: &Arc<Self>,
         deadline: Instant,
@@ -296,12 +319,33 @@ impl Database {
             Plan::Statement(statement) => {
                 db.run_statement_until(deadline, |conn| ready(statement.on(conn.statement())))
             }
-            Plan::FirstThen(staged) => {
-                let first = db.run_statement_until(deadline, |conn| ready(staged.first(conn.statement())));
-                settled(first).unwrap_or_else(|| db.run_until(deadline, move |conn| staged.rest(conn)))
-            }
+            Plan::Batched(staged) => db.run_until(deadline, move |conn| staged.blocking(conn)),
         })
         .await
+    }
+
+    /// Runs a batch of `S` over `inputs` until `deadline` at most: on a shared connection of
+    /// this thread or, where there are none, a pooled one ([`Database::run_batch_until`]);
+    /// gives the inputs back unless the deadline passed on a pooled connection (they are
+    /// then on its blocking thread).
+    async fn run_batch<S: BatchedStatement>(
+        self: Arc<Self>,
+        deadline: Instant,
+        inputs: Vec<S::Input>,
+    ) -> crate::engine::pg_batcher::Ran<S> {
+        if let Some(shared) = self.shared() {
+            let outcome = within(deadline, shared.run(inputs.as_slice(), S::many)).await;
+            return (Some(inputs), outcome.and_then(|outcome| outcome));
+        }
+        let db = Arc::clone(&self);
+        let work = move || {
+            let outcome = db.run_batch_until(deadline, |conn| ready(S::many(conn.statement(), &inputs)));
+            Ok((inputs, outcome))
+        };
+        match self.on_blocking(deadline, work).await {
+            Ok((inputs, outcome)) => (Some(inputs), outcome),
+            Err(late) => (None, Err(late)),
+        }
     }
 
     /// Whether the database serves now, as a read (for `/readyz`): a trivial query succeeds
@@ -353,9 +397,9 @@ async fn on_shared<I, T>(
     within(deadline, shared.run(input, work)).await?
 }
 
-/// The answer a write's first statement ([`Write::first_then`]) settled: its result, or its
-/// failure; `None` when its rest must run: the first did not apply, or its row was locked
-/// longer than the first's lock wait (the rest waits within the budget).
+/// The answer a batched write's statement ([`Write::batched`]) settled: its result, or its
+/// failure; `None` when its rest must run: the statement did not settle it, or met a row
+/// locked longer than a batch waits (the rest waits within the budget).
 fn settled<T>(first: Result<Option<T>, StoreError>) -> Option<Result<T, StoreError>> {
     match first {
         Ok(Some(done)) => Some(Ok(done)),

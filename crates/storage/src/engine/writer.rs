@@ -1,4 +1,5 @@
-//! The SQLite writer: one thread that runs the serving process's writes, in batches.
+//! The SQLite writer: one thread that runs the serving process's writes, in batches
+//! (what a batch is, on both engines: [`crate::engine::batch`]).
 //!
 //! SQLite admits one writer at a time, so handing each write to whichever pooled
 //! connection is free only makes the writes queue on the database's lock, and each one
@@ -41,8 +42,9 @@
 //! adds nothing to their latency. For traces, [`Writer::submit_counted`] answers a write
 //! with the number of writes its commit carried.
 
+use crate::engine::batch::{BatchObserver, BatchReport, MAX_BATCH, admit, failed};
 use crate::engine::conn::{DbConn, transaction_open};
-use crate::engine::lock_wait::{budget_spent, set_lock_wait, shortens};
+use crate::engine::lock_wait::{set_lock_wait, shortens};
 use crate::error::StoreError;
 use diesel::RunQueryDsl;
 use diesel::connection::{AnsiTransactionManager, SimpleConnection, TransactionManager};
@@ -60,11 +62,6 @@ use std::time::{Duration, Instant};
 /// The writer's pool of (at most) one connection; built again to discard that connection.
 pub(crate) type WriterPool = Pool<ConnectionManager<SqliteConnection>>;
 
-/// The most jobs one transaction of the writer holds: enough to serve every connection of
-/// a busy server in one commit, few enough that a batch holds the lock for well under a
-/// millisecond of statements.
-pub const MAX_BATCH: usize = 128;
-
 /// `PRAGMA user_version`'s row.
 #[derive(diesel::QueryableByName)]
 struct UserVersion {
@@ -81,17 +78,6 @@ pub struct Writer {
     healthy: Arc<AtomicBool>,
     queued: Arc<AtomicUsize>,
     observer: Arc<OnceLock<BatchObserver>>,
-}
-
-/// Hears of each committed batch (on the writer thread: keep it cheap), and is given its
-/// report (its links move on without a copy).
-pub type BatchObserver = Box<dyn Fn(BatchReport) + Send + Sync>;
-
-/// A committed batch, as [`Writer::observe_batches`] reports it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BatchReport {
-    /// The writes it committed.
-    pub writes: usize,
 }
 
 impl Writer {
@@ -286,7 +272,7 @@ impl<T: Send> Ran for Done<T> {
     fn answer(self: Box<Self>, committed: Result<usize, &StoreError>) {
         let result = match committed {
             Ok(writes) => self.result.map(|value| (value, writes)),
-            Err(error) => Err(error.clone()),
+            Err(error) => Err(failed(error)),
         };
         let _ = self.reply.send(result);
     }
@@ -322,10 +308,10 @@ impl Batcher {
 
     /// One transaction: `first`, then whatever is queued, then the commit and the answers.
     fn batch(&mut self, first: Box<dyn Job>) {
-        let left = first.deadline().saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return first.refuse(budget_spent());
+        if let Err(late) = admit(first.deadline()) {
+            return first.refuse(late);
         }
+        let left = first.deadline().saturating_duration_since(Instant::now());
         let mut conn = match self.conn.take() {
             Some(conn) => conn,
             None => match self.pool.get_timeout(left) {
@@ -348,8 +334,8 @@ impl Batcher {
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             let mut next = Some(first);
             while let Some(job) = next.take() {
-                if job.deadline() <= Instant::now() {
-                    job.refuse(budget_spent());
+                if let Err(late) = admit(job.deadline()) {
+                    job.refuse(late);
                 } else {
                     let done = job.run(&mut conn);
                     fault = done.failed_in_database().cloned();

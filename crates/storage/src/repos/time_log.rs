@@ -10,16 +10,16 @@
 //! writers can never both succeed with the same expected version.
 //!
 //! The common case, a current write of an existing cell, is that single `UPDATE` on its
-//! own (one round trip, its own implicit transaction): the row it matches is in the path's
-//! workspace and was created only after its project was found there, so the project rule
-//! has nothing to add. Everything else — an unknown project, hours over the limit (whose
-//! order against the project rule matters), a first write, a conflict — takes the full
-//! transaction, which checks the rules in the contract's order.
+//! own (its own implicit transaction; on PostgreSQL one `UPDATE … FROM unnest(…)` carries
+//! the current writes of every request waiting at the same moment, [`CurrentWrites`]): the
+//! row it matches is in the path's workspace and was created only after its project was
+//! found there, so the project rule has nothing to add. Everything else — an unknown
+//! project, hours over the limit (whose order against the project rule matters), a first
+//! write, a conflict — takes the full transaction, which checks the rules in the contract's
+//! order.
 
 use crate::clock::now_millis;
-use crate::engine::DbConn;
-use crate::engine::StatementConn;
-use crate::engine::Write;
+use crate::engine::{BatchedStatement, DbConn, StatementConn, StatementFuture, Write};
 use crate::error::{StoreError, VersionConflict};
 use crate::ids::{self, SentId};
 use crate::models::TimeLogCellRow;
@@ -27,10 +27,11 @@ use crate::schema::{projects, time_log_entries as cells};
 use crate::stored::enum_value;
 use crate::{db_statement, db_write};
 use diesel::backend::Backend;
+use diesel::pg::Pg;
 use diesel::prelude::*;
 use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
 use diesel::serialize::ToSql;
-use diesel::sql_types::{BigInt, Bool, HasSqlType, Text};
+use diesel::sql_types::{Array, BigInt, Bool, HasSqlType, Text};
 use serde_json::{Value, json};
 use wpds_contract::types::{SetTimeLogCellRequest, TimeLogEntry, TimeLogEntryPhase, TimeLogPhase};
 
@@ -203,33 +204,202 @@ impl<'a> CurrentWrite<'a> {
     }
 }
 
-/// Writes one cell of the caller's time log: the common case ([`set_current_cell`]) as one
-/// statement, every other case checking every rule in one transaction.
+/// The batched form of [`CurrentWrite`], on PostgreSQL: the current writes of many cells,
+/// each at its own expected version, as one statement over arrays, in autocommit (one
+/// commit for all). Its text never varies with the number of writes, so it is prepared
+/// once per connection (a static query id, as for [`CurrentWrite`]), and behind a pooler
+/// that keeps no prepared statement it is parsed and planned once per batch. Each write's
+/// row comes back with its place in the arrays (`slot`, from 1); a write whose cell is not
+/// at its expected version (or does not exist) matches no row. The statement checks the
+/// version and writes the row in one step, as [`CurrentWrite`] does: two writes with one
+/// expected version can never both succeed, in one batch or in two.
+///
+/// Public so that `scripts/bench` checks its pgbench ceiling against this statement's text
+/// ([`CurrentWrites::SQL`]).
+#[derive(Debug, Clone)]
+pub struct CurrentWrites<'a> {
+    now: i64,
+    workspaces: Vec<i64>,
+    users: Vec<i64>,
+    projects: Vec<i64>,
+    dates: Vec<&'a str>,
+    phases: Vec<&'static str>,
+    expected: Vec<i64>,
+    hours: Vec<i64>,
+    notes: Vec<&'a str>,
+    billable: Vec<bool>,
+}
+
+/// The static query id of [`CurrentWrites`].
+#[derive(Debug, Clone, Copy)]
+pub struct CurrentWritesId;
+
+impl QueryId for CurrentWrites<'_> {
+    type QueryId = CurrentWritesId;
+    const HAS_STATIC_QUERY_ID: bool = true;
+}
+
+impl Query for CurrentWrites<'_> {
+    type SqlType = (BigInt, (BigInt, BigInt, Text, Text, BigInt, Text, Bool, BigInt));
+}
+
+impl<Conn> RunQueryDsl<Conn> for CurrentWrites<'_> {}
+
+impl CurrentWrites<'_> {
+    /// The statement, with its parameters in order: the time of the change, then one array
+    /// per column of the writes.
+    pub const SQL: &'static str = "UPDATE time_log_entries AS t \
+        SET hours_centi = w.hours_centi, note = w.note, billable = w.billable, version = t.version + 1, updated_at = $1 \
+        FROM unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::bigint[], $8::bigint[], $9::text[], $10::boolean[]) \
+        WITH ORDINALITY AS w(workspace_id, user_id, project_id, entry_date, phase, expected_version, hours_centi, note, billable, slot) \
+        WHERE t.user_id = w.user_id AND t.project_id = w.project_id AND t.entry_date = w.entry_date AND t.phase = w.phase \
+        AND t.workspace_id = w.workspace_id AND t.version = w.expected_version \
+        RETURNING w.slot, t.id, t.project_id, t.entry_date, t.phase, t.hours_centi, t.note, t.billable, t.version";
+}
+
+impl QueryFragment<Pg> for CurrentWrites<'_> {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        // `SQL`, its parameters bound in place: `$n` is the n-th bind.
+        let mut parts = Self::SQL.split('$');
+        out.push_sql(parts.next().unwrap_or_default());
+        for (n, part) in parts.enumerate() {
+            let rest = part.trim_start_matches(|c: char| c.is_ascii_digit());
+            match n {
+                0 => out.push_bind_param::<BigInt, _>(&self.now)?,
+                1 => out.push_bind_param::<Array<BigInt>, _>(&self.workspaces)?,
+                2 => out.push_bind_param::<Array<BigInt>, _>(&self.users)?,
+                3 => out.push_bind_param::<Array<BigInt>, _>(&self.projects)?,
+                4 => out.push_bind_param::<Array<Text>, _>(&self.dates)?,
+                5 => out.push_bind_param::<Array<Text>, _>(&self.phases)?,
+                6 => out.push_bind_param::<Array<BigInt>, _>(&self.expected)?,
+                7 => out.push_bind_param::<Array<BigInt>, _>(&self.hours)?,
+                8 => out.push_bind_param::<Array<Text>, _>(&self.notes)?,
+                9 => out.push_bind_param::<Array<Bool>, _>(&self.billable)?,
+                _ => {
+                    return Err(diesel::result::Error::QueryBuilderError(
+                        "CurrentWrites::SQL has 10 parameters".into(),
+                    ));
+                }
+            }
+            out.push_sql(rest);
+        }
+        Ok(())
+    }
+}
+
+impl<'a> CurrentWrites<'a> {
+    /// The writes of `writes`, each a current write ([`CurrentCellWrites::key`] is `Some`),
+    /// stamped with the current time.
+    fn new(writes: &'a [CellChange]) -> Result<Self, StoreError> {
+        let mut batch = CurrentWrites {
+            now: now_millis(),
+            workspaces: Vec::with_capacity(writes.len()),
+            users: Vec::with_capacity(writes.len()),
+            projects: Vec::with_capacity(writes.len()),
+            dates: Vec::with_capacity(writes.len()),
+            phases: Vec::with_capacity(writes.len()),
+            expected: Vec::with_capacity(writes.len()),
+            hours: Vec::with_capacity(writes.len()),
+            notes: Vec::with_capacity(writes.len()),
+            billable: Vec::with_capacity(writes.len()),
+        };
+        for write in writes {
+            let (project_id, hours) = current(write).ok_or_else(|| {
+                StoreError::Internal(format!(
+                    "a write of hours {:?} was batched as a current write",
+                    write.hours
+                ))
+            })?;
+            batch.workspaces.push(write.workspace_id);
+            batch.users.push(write.user_id);
+            batch.projects.push(project_id);
+            batch.dates.push(&write.date);
+            batch.phases.push(write.phase.as_str());
+            batch.expected.push(write.expected_version);
+            batch.hours.push(hours);
+            batch.notes.push(&write.note);
+            batch.billable.push(write.billable);
+        }
+        Ok(batch)
+    }
+}
+
+/// The project and the hours (in hundredths) of a write that may be a current write: a
+/// project id that names a record, and hours within the limit. `None` otherwise (then only
+/// the whole transaction answers, in the contract's order of rules).
+fn current(write: &CellChange) -> Option<(i64, i64)> {
+    let hours = parse_hours(&write.hours).filter(|hours| *hours <= MAX_HOURS_CENTI)?;
+    Some((write.project_id.record()?, hours))
+}
+
+/// Writes one cell of the caller's time log: the common case ([`CurrentCellWrites`]) as one
+/// statement (on PostgreSQL, one statement for the writes waiting at the same moment), every
+/// other case checking every rule in one transaction.
 ///
 /// Rules, in order: 422 `unknown_project`, 422 `hours_out_of_range`, then
 /// `version_conflict` (for a never-written cell: current version 1, current `null`).
 pub fn set_cell(write: CellChange) -> Write<TimeLogEntry> {
-    Write::first_then(
-        "UPDATE time_log_entries",
-        write,
-        |conn, write| Box::pin(set_current_cell(conn, write)),
-        set_cell_on,
-    )
+    Write::batched::<CurrentCellWrites>("UPDATE time_log_entries", write, set_cell_on)
+}
+
+/// The common case of a write of the caller's cell, the current write of an existing cell
+/// at the expected version, as a batched statement ([`crate::engine::BatchedStatement`]):
+/// [`CurrentWrites`] on PostgreSQL, [`CurrentWrite`] for one write (SQLite's writer batches
+/// its writes itself). A write it does not settle (an unknown project, hours over the
+/// limit, a first write, a conflict) is answered by the whole of [`set_cell`].
+#[derive(Debug)]
+pub struct CurrentCellWrites;
+
+impl BatchedStatement for CurrentCellWrites {
+    type Input = CellChange;
+    /// The cell: user, project, date, phase.
+    type Key = (i64, i64, String, &'static str);
+    type Output = TimeLogEntry;
+
+    fn key(write: &CellChange) -> Option<Self::Key> {
+        let (project_id, _) = current(write)?;
+        Some((write.user_id, project_id, write.date.clone(), write.phase.as_str()))
+    }
+
+    fn many<'c>(
+        conn: StatementConn<'c>,
+        writes: &'c [CellChange],
+    ) -> StatementFuture<'c, Vec<Option<TimeLogEntry>>> {
+        Box::pin(async move {
+            let query = CurrentWrites::new(writes)?;
+            let rows: Vec<(i64, TimeLogCellRow)> = match conn {
+                StatementConn::Postgres(conn) => RunQueryDsl::load(query, conn)?,
+                StatementConn::Shared(conn) => diesel_async::RunQueryDsl::load(query, &mut &*conn).await?,
+                StatementConn::Sqlite(_) => {
+                    return Err(StoreError::Internal("the batched cell writes are PostgreSQL's".to_owned()));
+                }
+            };
+            let mut answers: Vec<Option<TimeLogEntry>> = writes.iter().map(|_| None).collect();
+            for (slot, row) in rows {
+                let answer = usize::try_from(slot - 1).ok().and_then(|at| answers.get_mut(at));
+                let Some(answer) = answer else {
+                    return Err(StoreError::Internal(format!("a batched write came back in slot {slot}")));
+                };
+                *answer = Some(entry(row)?);
+            }
+            Ok(answers)
+        })
+    }
+
+    fn one<'c>(conn: StatementConn<'c>, write: &'c CellChange) -> StatementFuture<'c, Option<TimeLogEntry>> {
+        Box::pin(set_current_cell(conn, write))
+    }
 }
 
 /// The common case of a write of the caller's cell, as one statement
 /// ([`crate::engine::StatementConn`]): the current write of an existing cell at the expected version.
 /// `None` when it does not apply (an unknown project, hours over the limit, a first write, a
-/// conflict): then the whole of [`set_cell`] answers. Public for `bench-bare-http`, which
-/// measures it without the server.
-pub async fn set_current_cell(
+/// conflict): then the whole of [`set_cell`] answers.
+async fn set_current_cell(
     conn: StatementConn<'_>,
     write: &CellChange,
 ) -> Result<Option<TimeLogEntry>, StoreError> {
-    let Some(hours) = parse_hours(&write.hours) else { return Ok(None) };
-    let Some(project_id) = write.project_id.record().filter(|_| hours <= MAX_HOURS_CENTI) else {
-        return Ok(None);
-    };
+    let Some((project_id, hours)) = current(write) else { return Ok(None) };
     let row = db_statement!(conn, CurrentWrite::new(write, project_id, hours), get_result::<TimeLogCellRow>)
         .optional()?;
     row.map(entry).transpose()

@@ -1,0 +1,196 @@
+//! What a batch is, on both engines: writes that waited at the same moment, committed
+//! together, so that one commit (and, on PostgreSQL, one statement) serves many requests.
+//!
+//! Each engine has its batcher: on SQLite the writer thread ([`crate::engine::writer`]),
+//! which runs any write; on PostgreSQL the batcher of the hot write's statement
+//! ([`crate::engine::pg_batcher`]), which runs a write's common case as one statement over
+//! arrays ([`BatchedStatement`]) and leaves every other case to the write's own
+//! transaction. Both answer the same questions the same way:
+//!
+//! | question | SQLite writer | PostgreSQL batcher |
+//! |---|---|---|
+//! | when is a batch taken? | when its connection comes free: whatever is queued then, never after a timer or a window ([`take`]) | the same, per worker thread: when the thread's batch in flight (at most one) has answered |
+//! | how large? | at most [`MAX_BATCH`] writes | the same |
+//! | which writes may share it? | any: each runs as a savepoint of the batch's transaction, in the order they came | those of one statement whose records differ: a second write of a record waits for the next batch, so a record's writes apply in the order they came |
+//! | a write whose request has given up, or whose deadline has passed? | not run: refused `Unavailable` at its turn ([`admit`]) | the same |
+//! | when is a write answered? | once its batch has committed: no write is acknowledged before | the same (the statement runs in autocommit: its rows come back once it has committed) |
+//! | a request whose deadline passes while its batch runs? | answered `Unavailable` at its deadline; its write may still commit | the same |
+//! | a batch that fails? | every write of it answers the batch's error, what it would have got alone in a transaction that failed so ([`failed`]) | the same; a batch that waited too long for a row lock (`is_lock_wait`) sends each write to its own transaction, as a write alone whose statement met the lock |
+//! | a write the batch does not settle? | — (every write runs whole) | its own transaction (conflict, first write, unknown project, out-of-range value), with today's answers |
+
+use crate::engine::lock_wait::budget_spent;
+use crate::engine::statement::{StatementConn, StatementFuture};
+use crate::error::StoreError;
+use std::collections::VecDeque;
+use std::time::Instant;
+
+/// The most writes one batch carries: enough to serve every connection of a busy server in
+/// one commit, few enough that a batch holds its locks for well under a millisecond of
+/// statements.
+pub const MAX_BATCH: usize = 128;
+
+/// A committed batch, as an observer of batches hears of it
+/// ([`crate::Database::observe_batches`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchReport {
+    /// The writes it committed.
+    pub writes: usize,
+}
+
+/// Hears of each committed batch, on the thread that ran it (keep it cheap).
+pub type BatchObserver = Box<dyn Fn(BatchReport) + Send + Sync>;
+
+/// A write's common case as one statement that carries many requests' writes at once (on
+/// PostgreSQL, one statement over arrays: parsed, planned, executed and committed once for
+/// the batch), with the same statement for one write where writes are batched otherwise
+/// (SQLite's writer). A write whose common case it is runs through
+/// [`crate::Write::batched`].
+pub trait BatchedStatement: Send + Sync + 'static {
+    /// One request's write.
+    type Input: Send + Sync + 'static;
+    /// The record a write changes: two writes of one key never share a batch, and a batch's
+    /// writes are sent in key order (so two batches meeting on their records lock them in the
+    /// same order).
+    type Key: Ord + Send + 'static;
+    /// What the statement answers for a write it settled.
+    type Output: Send + 'static;
+
+    /// The record `input` changes, or `None` when the statement cannot settle it (its own
+    /// transaction answers at once).
+    fn key(input: &Self::Input) -> Option<Self::Key>;
+
+    /// The one statement over `inputs` (distinct keys, in key order), in autocommit: for
+    /// each input, in order, its answer, or `None` where the statement did not settle it.
+    fn many<'c>(
+        conn: StatementConn<'c>,
+        inputs: &'c [Self::Input],
+    ) -> StatementFuture<'c, Vec<Option<Self::Output>>>;
+
+    /// The statement over `input` alone (on a blocking connection, inside another batch):
+    /// its answer, or `None` where it did not settle it.
+    fn one<'c>(conn: StatementConn<'c>, input: &'c Self::Input) -> StatementFuture<'c, Option<Self::Output>>;
+}
+
+/// Whether a queued write may still run: `Err` (what it answers, `Unavailable`) once its
+/// deadline has passed.
+pub(crate) fn admit(deadline: Instant) -> Result<(), StoreError> {
+    if deadline <= Instant::now() { Err(budget_spent()) } else { Ok(()) }
+}
+
+/// What each write of a batch that failed with `error` answers: the error itself (the
+/// batch's statements rolled back; a failure whose outcome is not known, as a connection
+/// lost during the commit, is `Unavailable`, which leaves it open, as for a write alone).
+pub(crate) fn failed(error: &StoreError) -> StoreError {
+    error.clone()
+}
+
+/// A queued write, as [`take`] sees it.
+pub(crate) trait Queued {
+    /// Its record, when writes of one record may not share a batch.
+    type Key: Ord;
+    /// Its record.
+    fn key(&self) -> Option<&Self::Key>;
+    /// Its deadline.
+    fn deadline(&self) -> Instant;
+    /// Whether its request has given up (nobody waits for its answer).
+    fn abandoned(&self) -> bool;
+    /// Answers `error` without running it.
+    fn refuse(self, error: StoreError);
+}
+
+/// The next batch from `queue`: what is queued now, in the order it came, at most
+/// [`MAX_BATCH`], skipping a write whose request has given up (dropped unrun) or whose
+/// deadline has passed (refused, [`admit`]) and leaving a write whose record is already in
+/// the batch queued, in its place, for the next one. Empty when nothing is left to run.
+pub(crate) fn take<Q: Queued>(queue: &mut VecDeque<Q>) -> Vec<Q> {
+    let mut batch: Vec<Q> = Vec::new();
+    let mut later = VecDeque::new();
+    while let Some(write) = queue.pop_front() {
+        if batch.len() == MAX_BATCH {
+            later.push_back(write);
+            later.extend(queue.drain(..));
+            break;
+        }
+        if write.abandoned() {
+            continue;
+        }
+        if let Err(late) = admit(write.deadline()) {
+            write.refuse(late);
+            continue;
+        }
+        let taken = write.key().is_some_and(|key| batch.iter().any(|other| other.key() == Some(key)));
+        if taken {
+            later.push_back(write);
+        } else {
+            batch.push(write);
+        }
+    }
+    *queue = later;
+    batch
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[derive(Debug)]
+    struct Write {
+        key: u32,
+        deadline: Instant,
+        abandoned: bool,
+    }
+
+    impl Queued for Write {
+        type Key = u32;
+        fn key(&self) -> Option<&u32> {
+            Some(&self.key)
+        }
+        fn deadline(&self) -> Instant {
+            self.deadline
+        }
+        fn abandoned(&self) -> bool {
+            self.abandoned
+        }
+        fn refuse(self, error: StoreError) {
+            assert!(matches!(error, StoreError::Unavailable(_)), "{error:?}");
+        }
+    }
+
+    fn write(key: u32) -> Write {
+        Write { key, deadline: Instant::now() + Duration::from_secs(60), abandoned: false }
+    }
+
+    fn keys(writes: &[Write]) -> Vec<u32> {
+        writes.iter().map(|w| w.key).collect()
+    }
+
+    #[test]
+    fn a_batch_takes_what_is_queued_in_order_and_leaves_a_second_write_of_a_record_for_the_next() {
+        let mut queue: VecDeque<Write> = [1, 2, 1, 3, 2, 1].into_iter().map(write).collect();
+        assert_eq!(keys(&take(&mut queue)), [1, 2, 3]);
+        assert_eq!(keys(queue.make_contiguous()), [1, 2, 1]);
+        assert_eq!(keys(&take(&mut queue)), [1, 2]);
+        assert_eq!(keys(&take(&mut queue)), [1]);
+        assert!(take(&mut queue).is_empty());
+    }
+
+    #[test]
+    fn a_batch_holds_at_most_max_batch_writes_and_the_rest_keep_their_order() {
+        let mut queue: VecDeque<Write> = (0..MAX_BATCH as u32 + 5).map(write).collect();
+        assert_eq!(take(&mut queue).len(), MAX_BATCH);
+        assert_eq!(
+            keys(queue.make_contiguous()),
+            (MAX_BATCH as u32..MAX_BATCH as u32 + 5).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn a_write_given_up_or_past_its_deadline_is_not_taken() {
+        let mut queue: VecDeque<Write> = [1, 2, 3].into_iter().map(write).collect();
+        queue[0].abandoned = true;
+        queue[1].deadline = Instant::now();
+        assert_eq!(keys(&take(&mut queue)), [3]);
+        assert!(queue.is_empty());
+    }
+}
