@@ -71,7 +71,7 @@ impl Application {
             }
             None => Arc::new(Metrics::off()),
         };
-        observe_writer(&db, &metrics);
+        observe_batches(&db, &metrics);
         let state = AppState {
             lifetimes: lifetimes(config),
             limiter: Arc::new(RateLimiter::new(
@@ -174,15 +174,14 @@ fn local_address(listener: &TcpListener, configured: SocketAddr) -> Result<Socke
     listener.local_addr().map_err(|e| format!("cannot listen on {configured}: {e}"))
 }
 
-/// Has the SQLite writer report its committed batches' sizes to the metrics, where those
-/// are on.
-fn observe_writer(db: &Database, metrics: &Arc<Metrics>) {
-    let Some(writer) = db.writer() else { return };
+/// Has the database report its committed batches' sizes (the SQLite writer's, PostgreSQL's
+/// batched statement's) to the metrics, where those are on.
+fn observe_batches(db: &Database, metrics: &Arc<Metrics>) {
     if !metrics.is_on() {
         return;
     }
     let metrics = Arc::clone(metrics);
-    writer.observe_batches(Box::new(move |batch| metrics.batch_committed(batch.writes)));
+    db.observe_batches(Box::new(move |batch| metrics.batch_committed(batch.writes)));
 }
 
 /// Reaches PostgreSQL on a thread of its own, trying again for at most `wait`

@@ -13,6 +13,7 @@
 //! | `wpds_db_shared_max_connections` | gauge | | the most of them that may open: per worker thread × threads that ran a statement |
 //! | `wpds_db_shared_statements_in_flight` | gauge | | statements in flight on them |
 //! | `wpds_sqlite_writer_batch_writes` | histogram | | writes per committed batch (SQLite) |
+//! | `wpds_postgres_batch_writes` | histogram | | writes per committed batch of the time-log write's one statement (PostgreSQL) |
 //! | `wpds_sqlite_writer_queue_depth` | gauge | | writes waiting for the writer (SQLite) |
 //! | `wpds_auth_cache_lookups_total` | counter | `result` (`hit`, `miss`) | authentication cache lookups |
 //! | `wpds_rate_limit_refusals_total` | counter | `subject` (`user`, `address`) | 429 answers |
@@ -37,7 +38,7 @@ use prometheus::{
 };
 use std::sync::Arc;
 use std::time::Duration;
-use wpds_storage::Database;
+use wpds_storage::{Database, Engine};
 
 /// The status classes, indexed by the status's first digit − 1.
 const CLASSES: [&str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
@@ -106,7 +107,9 @@ struct Recorders {
     /// Time to get a pooled connection.
     pool_wait: Histogram,
     writer_queue: IntGauge,
-    writer_batch_writes: Histogram,
+    /// `wpds_sqlite_writer_batch_writes` on SQLite, `wpds_postgres_batch_writes` on
+    /// PostgreSQL: the engine's batches.
+    batch_writes: Histogram,
     auth_cache: [IntCounter; 2],
     refusals: [IntCounter; 2],
     unavailable: [IntCounter; 3],
@@ -155,9 +158,10 @@ impl Metrics {
         }
     }
 
-    /// The SQLite writer committed a batch of `writes`.
+    /// A batch of `writes` committed (the SQLite writer's, or one of PostgreSQL's batched
+    /// statement).
     pub fn batch_committed(&self, writes: usize) {
-        self.record(|on| on.writer_batch_writes.observe(writes as f64));
+        self.record(|on| on.batch_writes.observe(writes as f64));
     }
 
     /// A connection came from the pool after `wait`.
@@ -289,14 +293,19 @@ impl Recorders {
             IntGauge::new("wpds_sqlite_writer_queue_depth", "Writes waiting for the SQLite writer thread.")
                 .expect("a valid metric"),
         );
-        let writer_batch_writes = registered(
+        let (name, help) = match db.engine() {
+            Engine::Sqlite => {
+                ("wpds_sqlite_writer_batch_writes", "Writes per batch the SQLite writer committed.")
+            }
+            Engine::Postgres => (
+                "wpds_postgres_batch_writes",
+                "Writes per committed batch of the time-log write's one statement over arrays.",
+            ),
+        };
+        let batch_writes = registered(
             &registry,
             Histogram::with_opts(
-                HistogramOpts::new(
-                    "wpds_sqlite_writer_batch_writes",
-                    "Writes per batch the SQLite writer committed.",
-                )
-                .buckets(vec![1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0]),
+                HistogramOpts::new(name, help).buckets(vec![1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0]),
             )
             .expect("a valid metric"),
         );
@@ -361,7 +370,7 @@ impl Recorders {
             shared,
             pool_wait,
             writer_queue,
-            writer_batch_writes,
+            batch_writes,
             auth_cache: pair(auth_cache),
             refusals: pair(refusals),
             unavailable: unavailable.try_into().expect("three values"),
