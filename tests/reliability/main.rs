@@ -1,4 +1,5 @@
-//! Fault tests against real `wpds serve` processes: lost updates across processes, crash
+//! Fault tests against real `wpds serve` processes: lost updates across processes, the
+//! time-log write's batches under load and under faults, crash
 //! durability after SIGKILL, a database outage, graceful shutdown on SIGTERM, the bound on
 //! how long a revoked login keeps working in another process (the auth cache), and the
 //! SQLite writer's recovery from a file it cannot write.
@@ -13,6 +14,7 @@
 
 #![allow(clippy::unwrap_used, reason = "in a test, a panic is the failure report")]
 
+mod batches;
 mod black_hole;
 mod crash;
 #[path = "../common/database.rs"]
