@@ -11,6 +11,7 @@
 //! |---|---|---|
 //! | when is a batch taken? | when its connection comes free: whatever is queued then, never after a timer or a window ([`take`]) | the same, per worker thread: when the thread's batch in flight (at most one) has answered |
 //! | how large? | at most [`MAX_BATCH`] writes | the same |
+//! | a batch of one? | one job in its own transaction | the statement for one write alone, as before writes were batched ([`statement`]) |
 //! | which writes may share it? | any: each runs as a savepoint of the batch's transaction, in the order they came | those of one statement whose records differ: a second write of a record waits for the next batch, so a record's writes apply in the order they came |
 //! | a write whose request has given up, or whose deadline has passed? | not run: refused `Unavailable` at its turn ([`admit`]) | the same |
 //! | when is a write answered? | once its batch has committed: no write is acknowledged before | the same (the statement runs in autocommit: its rows come back once it has committed) |
@@ -28,6 +29,20 @@ use std::time::Instant;
 /// one commit, few enough that a batch holds its locks for well under a millisecond of
 /// statements.
 pub const MAX_BATCH: usize = 128;
+
+/// The session setting that has PostgreSQL keep one plan for a prepared statement: set on
+/// every connection whose session is the server's (not behind a transaction pooler, where
+/// the role's settings hold, `docs/operations.md`).
+///
+/// Why: PostgreSQL plans a prepared statement for its parameters' values five times, then
+/// keeps its generic plan only if that looks no dearer than those. The statement over arrays
+/// is estimated for the arrays' real length when planned for its values, and for 10 rows
+/// when generic, so for batches of fewer writes the generic plan looked dearer and every
+/// batch was planned again (a third of a one-write batch's time on the database, measured
+/// with pgbench). The plan is the same for every length (a nested loop over the arrays, an
+/// index lookup per write), and the other statements are lookups by key, whose generic plan
+/// PostgreSQL kept anyway.
+pub(crate) const GENERIC_PLANS: &str = "SET plan_cache_mode = force_generic_plan";
 
 /// A committed batch, as an observer of batches hears of it
 /// ([`crate::Database::observe_batches`]).
@@ -66,9 +81,25 @@ pub trait BatchedStatement: Send + Sync + 'static {
         inputs: &'c [Self::Input],
     ) -> StatementFuture<'c, Vec<Option<Self::Output>>>;
 
-    /// The statement over `input` alone (on a blocking connection, inside another batch):
-    /// its answer, or `None` where it did not settle it.
+    /// The statement over `input` alone, in autocommit or inside another batch (SQLite's
+    /// writer's transaction): its answer, or `None` where it did not settle it. A batch of
+    /// one write runs it ([`statement`]), so it must settle what `many` settles.
     fn one<'c>(conn: StatementConn<'c>, input: &'c Self::Input) -> StatementFuture<'c, Option<Self::Output>>;
+}
+
+/// The statement of a batch of `inputs` (distinct keys, in key order): for one write, the
+/// statement for one write ([`BatchedStatement::one`]), exactly what a write alone ran before
+/// writes were batched (a client alone meets no other cost, and PostgreSQL plans the
+/// statement over arrays only for batches it carries several writes of); else the statement
+/// over arrays ([`BatchedStatement::many`]).
+pub(crate) fn statement<'c, S: BatchedStatement>(
+    conn: StatementConn<'c>,
+    inputs: &'c [S::Input],
+) -> StatementFuture<'c, Vec<Option<S::Output>>> {
+    match inputs {
+        [alone] => Box::pin(async move { Ok(vec![S::one(conn, alone).await?]) }),
+        _ => S::many(conn, inputs),
+    }
 }
 
 /// Whether a queued write may still run: `Err` (what it answers, `Unavailable`) once its

@@ -237,7 +237,11 @@ impl CustomizeConnection<PgConnection, diesel::r2d2::Error> for PostgresSession 
             // wrong) hold its connection and its locks past any request's budget: a
             // reachable server cancels it, and the request answers 503 too.
             Pooler::None => conn
-                .batch_execute(&timeouts_sql("SET", self.timeout, self.timeout))
+                .batch_execute(&format!(
+                    "{}; {}",
+                    timeouts_sql("SET", self.timeout, self.timeout),
+                    crate::engine::batch::GENERIC_PLANS
+                ))
                 .map_err(diesel::r2d2::Error::QueryError),
             // The same timeouts come with each transaction ([`Database::run_until`]); a
             // statement prepared under a name would be missing, or another's, on the next

@@ -13,7 +13,8 @@
 //! - Timeouts are set in code, not read from the URL: connect timeout, TCP keepalives and
 //!   `tcp_user_timeout` as the blocking connections get them
 //!   (`crate::engine::network::network_settings`), and `statement_timeout` (the database
-//!   timeout) and `lock_timeout` ([`LOCK_WAIT`]) at connection start-up — on PostgreSQL
+//!   timeout) and `lock_timeout` ([`LOCK_WAIT`]) at connection start-up, with generic plans
+//!   for prepared statements (`crate::engine::batch::GENERIC_PLANS`) — on PostgreSQL
 //!   itself; behind a transaction pooler nothing is set for a session (it would stay on a
 //!   server connection another client gets next), and the role's settings bound statements
 //!   instead ([`crate::engine::db`]).
@@ -177,8 +178,12 @@ impl SharedPg {
         let (millis, lock_millis) = (timeout.as_millis(), timeout.min(LOCK_WAIT).as_millis().max(1));
         // Set once the connection is made, not sent as the `options` startup parameter,
         // which PgBouncer refuses (and, told to ignore it, drops silently).
-        let session = session_settings
-            .then(|| format!("SET statement_timeout = {millis}; SET lock_timeout = {lock_millis}"));
+        let session = session_settings.then(|| {
+            format!(
+                "SET statement_timeout = {millis}; SET lock_timeout = {lock_millis}; {}",
+                crate::engine::batch::GENERIC_PLANS
+            )
+        });
         let mut tls = SslConnector::builder(SslMethod::tls()).map_err(|e| format!("TLS: {e}"))?;
         // libpq's `prefer` and `require`: encryption without verifying the certificate
         // (the modes that verify make `new` fail above: tokio-postgres does not read them).

@@ -23,7 +23,7 @@
 //! thread then finishes on its own, and its connection is closed rather than pooled
 //! ([`Database::release`]).
 
-use crate::engine::batch::BatchedStatement;
+use crate::engine::batch::{BatchedStatement, statement};
 use crate::engine::conn::DbConn;
 use crate::engine::db::Database;
 use crate::engine::shared_pg::SharedPg;
@@ -334,12 +334,13 @@ impl Database {
         inputs: Vec<S::Input>,
     ) -> crate::engine::pg_batcher::Ran<S> {
         if let Some(shared) = self.shared() {
-            let outcome = within(deadline, shared.run(inputs.as_slice(), S::many)).await;
+            let outcome = within(deadline, shared.run(inputs.as_slice(), statement::<S>)).await;
             return (Some(inputs), outcome.and_then(|outcome| outcome));
         }
         let db = Arc::clone(&self);
         let work = move || {
-            let outcome = db.run_batch_until(deadline, |conn| ready(S::many(conn.statement(), &inputs)));
+            let outcome =
+                db.run_batch_until(deadline, |conn| ready(statement::<S>(conn.statement(), &inputs)));
             Ok((inputs, outcome))
         };
         match self.on_blocking(deadline, work).await {
