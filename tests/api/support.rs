@@ -123,6 +123,14 @@ pub fn spawn_app_with(options: Options) -> TestApp {
         })
     });
     let (address, handle, db, lifetimes) = started.recv().expect("the server thread started");
+    // On PostgreSQL (but behind a pooler that keeps no prepared statement) single statements
+    // and the batched write run on the shared connections: the server only warns when it
+    // cannot have them, so a run on the blocking pool alone would otherwise go unnoticed.
+    if db.engine() == wpds_storage::Engine::Postgres
+        && crate::database::pooler() != wpds_storage::Pooler::Transaction
+    {
+        assert!(db.shares_statements(), "the server runs single statements on the blocking pool alone");
+    }
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .allow_non_standard_methods(true)

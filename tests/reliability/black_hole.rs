@@ -16,6 +16,8 @@ const BOUND: Duration = Duration::from_secs(2);
 /// The server's database timeout in this test: 1 s, not the default 1.5 s, so the bound
 /// leaves a busy two-core machine a whole second to schedule the answer after its deadline.
 const TIMEOUT: (&str, &str) = ("WPDS_DB_TIMEOUT_MS", "1000");
+/// That timeout.
+const DB_TIMEOUT: Duration = Duration::from_millis(1000);
 const RECEIPTS: &str = "/v1/workspaces/1/projects/7/sync-updates/commercial-receipts";
 
 /// `GET path` with the token: status, `Retry-After`, and how long it took.
@@ -84,7 +86,8 @@ fn while_the_network_to_postgresql_is_silent_requests_answer_503_within_2_s_and_
         }
         let (status, _, took) = timed_get(&server.base, "/healthz", &seeded.token);
         assert_eq!(status, 200, "/healthz stays cheap");
-        assert!(took < Duration::from_millis(500), "/healthz took {took:?}");
+        // It reads nothing of the database: it answers before any database deadline.
+        assert!(took < DB_TIMEOUT, "/healthz took {took:?}");
     }
 
     // Act: the network returns; one second later, 200 writes over 10 s.

@@ -197,6 +197,7 @@ impl Server {
                 .expect("wpds serve starts");
             let mut server = Server { child, base: format!("http://127.0.0.1:{port}"), port, log };
             if server.wait_until_healthy() {
+                server.assert_shared_statements(database_url);
                 return server;
             }
             if !server.log_text().contains("cannot listen") {
@@ -205,6 +206,18 @@ impl Server {
             // Another process took the port between our probe and the server's bind: retry.
         }
         panic!("no free port for wpds serve after 5 attempts")
+    }
+
+    /// On PostgreSQL (but behind a pooler that keeps no prepared statement), that single
+    /// statements and the batched write run on the shared connections: the server only
+    /// warns, at start-up, when it cannot have them, so a run on the blocking pool alone
+    /// would otherwise go unnoticed.
+    fn assert_shared_statements(&self, database_url: &str) {
+        let pooled = crate::database::pooler() == wpds_storage::Pooler::Transaction;
+        if database_url.starts_with("postgres") && !pooled {
+            let log = self.log_text();
+            assert!(!log.contains("run on the blocking pool"), "no shared connections: {log}");
+        }
     }
 
     /// Polls `/healthz` until it answers 200 (true) or the process exits (false).
