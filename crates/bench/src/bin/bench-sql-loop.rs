@@ -19,6 +19,17 @@
 //! `pgbench -M prepared -D version=<start version> -D date=<first date> -D phase=general`
 //! (pgbench's `\set` takes numbers only, so the text binds come from `-D`; the empty
 //! note, which `-D` cannot define, is written as the literal `''`).
+//!
+//! `--print-pgbench-script 2` prints a `pgbench` script of the batched statement
+//! (`wpds_storage::repos::time_log::CurrentWrites::SQL`, PostgreSQL's one statement for many
+//! writes), for the first `:batch` cells of one user per client (`user = client_id + 1`),
+//! all at one version, carried from one transaction to the next by `\set`. Its text is the
+//! repository's but for two arrays pgbench cannot give as variables, since they differ from
+//! client to client or from one transaction to the next: the users
+//! (`array_fill(:user::bigint, ARRAY[:batch::integer])`) and the expected versions
+//! (`array_fill(:version::bigint, ARRAY[:batch::integer])`); the other arrays come from `-D` as
+//! array literals (`-D dates={2026-01-01,…}`, and `workspaces`, `projects`, `phases`, `hours`,
+//! `notes`, `billables`).
 
 use diesel::connection::SimpleConnection;
 use diesel::pg::{Pg, PgConnection};
@@ -28,7 +39,7 @@ use std::time::{Duration, Instant};
 use wpds_bench::{
     Args, CELL_START_VERSION, DataSet, PROJECT_ID, WORKSPACE_ID, WrittenCell, cell_write, fail,
 };
-use wpds_storage::repos::time_log::CurrentWrite;
+use wpds_storage::repos::time_log::{CurrentWrite, CurrentWrites};
 use wpds_storage::schema::time_log_entries as cells;
 
 /// One cell a thread owns, with the version it last saw.
@@ -87,9 +98,10 @@ macro_rules! drive {
 
 fn main() {
     let args = Args::parse();
-    if args.number("print-pgbench-script", 0) != 0 {
-        print_pgbench_script();
-        return;
+    match args.number("print-pgbench-script", 0) {
+        0 => {}
+        2 => return print_batched_pgbench_script(),
+        _ => return print_pgbench_script(),
     }
     let url = args.text("database-url");
     let set = DataSet { users: args.number("users", 16), dates: args.number("dates", 256) };
@@ -178,4 +190,34 @@ fn print_pgbench_script() {
     println!("\\set user :client_id + 1");
     println!("\\set project {PROJECT_ID}");
     println!("{script} \\gset");
+}
+
+/// The pgbench script of the batched statement: [`CurrentWrites::SQL`] with its parameters
+/// as pgbench variables (the users and the expected versions built by `array_fill`, see the
+/// module documentation), then the next version.
+fn print_batched_pgbench_script() {
+    // The parameters in the order the statement numbers them.
+    let variables = [
+        ":now",
+        ":workspaces",
+        "array_fill(:user::bigint, ARRAY[:batch::integer])",
+        ":projects",
+        ":dates",
+        ":phases",
+        "array_fill(:version::bigint, ARRAY[:batch::integer])",
+        ":hours",
+        ":notes",
+        ":billables",
+    ];
+    let mut script = CurrentWrites::SQL.to_owned();
+    for (n, variable) in variables.iter().enumerate().rev() {
+        script = script.replace(&format!("${}", n + 1), variable);
+    }
+    if script.contains('$') {
+        fail(&format!("unexpected parameters in {}", CurrentWrites::SQL));
+    }
+    println!("\\set now 1763700000000");
+    println!("\\set user :client_id + 1");
+    println!("{script}");
+    println!("\\set version :version + 1");
 }
