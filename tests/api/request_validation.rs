@@ -53,12 +53,25 @@ fn assert_rejected(response: &TestResponse, location: &str, pointer: &str, keywo
     );
 }
 
-/// Asserts the request got past validation (to the operation's own rules).
-fn assert_accepted(response: &TestResponse, what: &str) {
-    assert!(
-        response.is_accepted(),
-        "{what} must pass validation and reach the operation's own answer, got {}: {}",
-        response.status,
+/// A write that got past validation and met a version other than the one it expected.
+const CONFLICT: (u16, &str) = (409, "version_conflict");
+
+/// Asserts the request got past validation to the operation's own answer `expected`: its
+/// status and its problem code (for a 422 `unprocessable`, the keyword of its first error,
+/// the rule that refused it), or `""` for a success. Each valid case states the one answer
+/// it gets, so a boundary value the server wrongly refused (a 400, a 422 of another rule,
+/// a 500) fails it.
+fn assert_accepted(response: &TestResponse, expected: (u16, &str), what: &str) {
+    let body: Value = serde_json::from_slice(&response.body).unwrap_or(Value::Null);
+    let code = match body["code"].as_str() {
+        Some("unprocessable") => body["errors"][0]["keyword"].as_str().unwrap_or("unprocessable"),
+        Some(code) => code,
+        None => "",
+    };
+    assert_eq!(
+        (response.status, code),
+        expected,
+        "{what} must pass validation and get the operation's own answer: {}",
         response.text()
     );
 }
@@ -76,9 +89,17 @@ fn body_case(
     assert_rejected(&response, "body", pointer, keyword);
 }
 
-fn valid_case(app: &TestApp, method: &str, path: &str, base: &Value, pointer: &str, value: Value) {
+fn valid_case(
+    app: &TestApp,
+    method: &str,
+    path: &str,
+    base: &Value,
+    pointer: &str,
+    value: Value,
+    expected: (u16, &str),
+) {
     let response = app.send_json(method, path, &with(base, pointer, Some(value.clone())));
-    assert_accepted(&response, &format!("{pointer} = {value}"));
+    assert_accepted(&response, expected, &format!("{pointer} = {value}"));
 }
 
 fn long(n: usize) -> Value {
@@ -89,8 +110,8 @@ fn long(n: usize) -> Value {
 fn assign_document_type_checks_expected_version_bounds_and_closed_body() {
     let app = spawn_app();
     let base = json!({"typeId": "31", "expectedVersion": 1});
-    valid_case(&app, "PUT", ASSIGN_TYPE, &base, "/expectedVersion", json!(9007199254740991_i64));
-    valid_case(&app, "PUT", ASSIGN_TYPE, &base, "/typeId", Value::Null);
+    valid_case(&app, "PUT", ASSIGN_TYPE, &base, "/expectedVersion", json!(9007199254740991_i64), CONFLICT);
+    valid_case(&app, "PUT", ASSIGN_TYPE, &base, "/typeId", Value::Null, CONFLICT);
     body_case(&app, "PUT", ASSIGN_TYPE, &base, "/expectedVersion", Some(json!(0)), "minimum");
     body_case(
         &app,
@@ -113,7 +134,7 @@ fn assign_document_type_checks_expected_version_bounds_and_closed_body() {
 fn refresh_token_must_not_be_empty() {
     let app = spawn_app();
     let base = json!({"refreshToken": "x"});
-    valid_case(&app, "POST", "/v1/auth/refresh", &base, "/refreshToken", json!("x"));
+    valid_case(&app, "POST", "/v1/auth/refresh", &base, "/refreshToken", json!("x"), (401, "invalid_grant"));
     body_case(&app, "POST", "/v1/auth/refresh", &base, "/refreshToken", Some(json!("")), "minLength");
     body_case(&app, "POST", "/v1/auth/refresh", &base, "/refreshToken", None, "required");
 }
@@ -126,9 +147,9 @@ fn bulk_edit_checks_target_count_field_key_and_value_length() {
     let targets = |n: usize| {
         Value::Array((0..n).map(|i| json!({"familyId": (i + 1).to_string(), "familyVersion": 1})).collect())
     };
-    valid_case(&app, "PATCH", BULK_EDIT, &base, "/targets", targets(500));
-    valid_case(&app, "PATCH", BULK_EDIT, &base, "/value", long(2000));
-    valid_case(&app, "PATCH", BULK_EDIT, &base, "/value", json!(""));
+    valid_case(&app, "PATCH", BULK_EDIT, &base, "/targets", targets(500), (422, "unknown_family"));
+    valid_case(&app, "PATCH", BULK_EDIT, &base, "/value", long(2000), CONFLICT);
+    valid_case(&app, "PATCH", BULK_EDIT, &base, "/value", json!(""), CONFLICT);
     body_case(&app, "PATCH", BULK_EDIT, &base, "/targets", Some(targets(501)), "maxItems");
     body_case(&app, "PATCH", BULK_EDIT, &base, "/targets", Some(json!([])), "minItems");
     body_case(&app, "PATCH", BULK_EDIT, &base, "/value", Some(long(2001)), "maxLength");
@@ -152,7 +173,7 @@ fn export_checks_request_id_form_name_length_and_configuration() {
         "7F1B2C3D-4E5F-8A6B-BC7D-9E0F1A2B3C4D",
         "7f1b2c3d-4e5f-1a6b-9c7d-9e0f1a2b3c4d",
     ] {
-        valid_case(&app, "POST", EXPORTS, &base, "/requestId", json!(id));
+        valid_case(&app, "POST", EXPORTS, &base, "/requestId", json!(id), (201, ""));
     }
     for id in [
         "7f1b2c3d-4e5f-0a6b-8c7d-9e0f1a2b3c4d",
@@ -164,7 +185,7 @@ fn export_checks_request_id_form_name_length_and_configuration() {
     ] {
         body_case(&app, "POST", EXPORTS, &base, "/requestId", Some(json!(id)), "pattern");
     }
-    valid_case(&app, "POST", EXPORTS, &base, "/name", long(160));
+    valid_case(&app, "POST", EXPORTS, &base, "/name", long(160), (201, ""));
     body_case(&app, "POST", EXPORTS, &base, "/name", Some(long(161)), "maxLength");
     body_case(&app, "POST", EXPORTS, &base, "/name", Some(json!("")), "minLength");
     body_case(&app, "POST", EXPORTS, &base, "/configuration/version", Some(json!(2)), "const");
@@ -188,10 +209,10 @@ fn takeoff_checks_digit_ids_version_maximum_and_mapping_limits() {
             (0..n).map(|i| json!({"sourceKey": format!("k{i}"), "areaId": "1", "excluded": true})).collect(),
         )
     };
-    valid_case(&app, "PUT", TAKEOFF, &base, "/areaMappings", mappings(256));
-    valid_case(&app, "PUT", TAKEOFF, &base, "/expectedVersion", json!(-5));
-    valid_case(&app, "PUT", TAKEOFF, &base, "/expectedVersion", json!(9007199254740991_i64));
-    valid_case(&app, "PUT", TAKEOFF, &base, "/areaMappings/0/sourceKey", long(500));
+    valid_case(&app, "PUT", TAKEOFF, &base, "/areaMappings", mappings(256), (200, ""));
+    valid_case(&app, "PUT", TAKEOFF, &base, "/expectedVersion", json!(-5), CONFLICT);
+    valid_case(&app, "PUT", TAKEOFF, &base, "/expectedVersion", json!(9007199254740991_i64), CONFLICT);
+    valid_case(&app, "PUT", TAKEOFF, &base, "/areaMappings/0/sourceKey", long(500), CONFLICT);
     body_case(&app, "PUT", TAKEOFF, &base, "/areaMappings", Some(mappings(257)), "maxItems");
     body_case(&app, "PUT", TAKEOFF, &base, "/expectedVersion", Some(json!(9007199254740992_i64)), "maximum");
     body_case(&app, "PUT", TAKEOFF, &base, "/areaMappings/0/sourceKey", Some(long(501)), "maxLength");
@@ -221,11 +242,11 @@ fn retire_checks_company_id_digits_and_reason_length() {
     let app = spawn_app();
     let base = json!({"reason": "duplicate"});
     let path = |id: &str| format!("/admin/api/global-companies/{id}/retire");
-    assert_accepted(&app.send_json("POST", &path("1234567890123456789"), &base), "a 19-digit id");
+    assert_accepted(&app.send_json("POST", &path("1234567890123456789"), &base), (404, "not_found"), "a 19-digit id");
     for bad in ["12345678901234567890", "0", "0123", "12a"] {
         assert_rejected(&app.send_json("POST", &path(bad), &base), "path", "companyId", "pattern");
     }
-    valid_case(&app, "POST", RETIRE, &base, "/reason", long(2000));
+    valid_case(&app, "POST", RETIRE, &base, "/reason", long(2000), (201, ""));
     body_case(&app, "POST", RETIRE, &base, "/reason", Some(long(2001)), "maxLength");
     body_case(&app, "POST", RETIRE, &base, "/reason", Some(json!("")), "minLength");
 }
@@ -234,7 +255,7 @@ fn retire_checks_company_id_digits_and_reason_length() {
 fn category_settings_require_a_revision_and_closed_op_objects() {
     let app = spawn_app();
     let base = json!({"expectedRevision": 1, "ops": [{"productTypeId": "21", "itemColumnId": "8", "isActive": true}]});
-    valid_case(&app, "PATCH", SETTINGS, &base, "/ops", json!([]));
+    valid_case(&app, "PATCH", SETTINGS, &base, "/ops", json!([]), CONFLICT);
     body_case(&app, "PATCH", SETTINGS, &base, "/expectedRevision", None, "required");
     body_case(&app, "PATCH", SETTINGS, &base, "/expectedRevision", Some(json!("1")), "type");
     body_case(&app, "PATCH", SETTINGS, &base, "/ops/0/isActive", None, "required");
@@ -280,7 +301,7 @@ fn integers_beyond_their_int64_format_are_validation_failures() {
 fn company_link_requires_both_companies() {
     let app = spawn_app();
     let base = json!({"mainCompanyId": "61", "repCompanyId": "62"});
-    valid_case(&app, "POST", LINKS, &base, "/mainPersonId", json!("610"));
+    valid_case(&app, "POST", LINKS, &base, "/mainPersonId", json!("610"), (201, ""));
     body_case(&app, "POST", LINKS, &base, "/repCompanyId", None, "required");
     body_case(&app, "POST", LINKS, &base, "/mainPersonId", Some(json!(610)), "type");
 }
@@ -289,8 +310,9 @@ fn company_link_requires_both_companies() {
 fn time_log_cell_checks_calendar_dates_hours_and_version() {
     let app = spawn_app();
     let base = json!({"projectId": "7", "date": "2026-11-20", "hours": "7.5", "expectedVersion": 1});
+    // Each date a cell of its own, written first: 200.
     for ok in ["2024-02-29", "2000-02-29", "2026-12-31"] {
-        valid_case(&app, "PUT", CELLS, &base, "/date", json!(ok));
+        valid_case(&app, "PUT", CELLS, &base, "/date", json!(ok), (200, ""));
     }
     for bad in [
         "2023-02-29",
@@ -303,17 +325,27 @@ fn time_log_cell_checks_calendar_dates_hours_and_version() {
     ] {
         body_case(&app, "PUT", CELLS, &base, "/date", Some(json!(bad)), "format");
     }
-    for ok in ["99.99", "0", "7", "24", "7.5", "07.50"] {
-        valid_case(&app, "PUT", CELLS, &base, "/hours", json!(ok));
+    // Hours the pattern admits: over 24 the rule refuses; the first within it writes the
+    // cell; the others pass the hours rule and meet that write (the version conflict comes
+    // after the hours rule in the contract's order).
+    for (ok, expected) in [
+        ("99.99", (422, "hours_out_of_range")),
+        ("0", (200, "")),
+        ("7", CONFLICT),
+        ("24", CONFLICT),
+        ("7.5", CONFLICT),
+        ("07.50", CONFLICT),
+    ] {
+        valid_case(&app, "PUT", CELLS, &base, "/hours", json!(ok), expected);
     }
     for bad in ["100", "7.555", "7.", ".5", "-1", "7,5", " 7"] {
         body_case(&app, "PUT", CELLS, &base, "/hours", Some(json!(bad)), "pattern");
     }
-    valid_case(&app, "PUT", CELLS, &base, "/expectedVersion", json!(9007199254740991_i64));
+    valid_case(&app, "PUT", CELLS, &base, "/expectedVersion", json!(9007199254740991_i64), CONFLICT);
     body_case(&app, "PUT", CELLS, &base, "/expectedVersion", Some(json!(0)), "minimum");
     body_case(&app, "PUT", CELLS, &base, "/expectedVersion", Some(json!(9007199254740992_i64)), "maximum");
     body_case(&app, "PUT", CELLS, &base, "/phase", Some(json!("design")), "enum");
-    valid_case(&app, "PUT", CELLS, &base, "/phase", json!("installation"));
+    valid_case(&app, "PUT", CELLS, &base, "/phase", json!("installation"), (200, ""));
     body_case(&app, "PUT", CELLS, &base, "/hours", Some(json!(7.5)), "type");
 }
 
@@ -321,8 +353,8 @@ fn time_log_cell_checks_calendar_dates_hours_and_version() {
 fn credit_reset_checks_cycle_form_and_reason_length() {
     let app = spawn_app();
     let base = json!({"userId": "5", "cycle": "current", "reason": "goodwill"});
-    valid_case(&app, "POST", RESETS, &base, "/cycle", json!("2026-12"));
-    valid_case(&app, "POST", RESETS, &base, "/reason", long(2000));
+    valid_case(&app, "POST", RESETS, &base, "/cycle", json!("2026-12"), (200, ""));
+    valid_case(&app, "POST", RESETS, &base, "/reason", long(2000), (200, ""));
     for bad in ["2026-13", "2026-00", "2026-1", "Current", "last"] {
         body_case(&app, "POST", RESETS, &base, "/cycle", Some(json!(bad)), "pattern");
     }
@@ -336,7 +368,7 @@ fn receipts_check_limit_cursor_and_outcome_and_refuse_unknown_parameters() {
     let app = spawn_app();
     let get = |query: &str| app.get(&format!("{RECEIPTS}?{query}"));
     for ok in ["limit=1", "limit=100", "outcome=applied", "outcome=skipped_already_in_sync"] {
-        assert_accepted(&get(ok), ok);
+        assert_accepted(&get(ok), (200, ""), ok);
     }
     for (query, name, keyword) in [
         ("limit=0", "limit", "minimum"),

@@ -199,17 +199,6 @@ impl TestResponse {
         TestResponse { status, headers, body, wire_length }
     }
 
-    /// Whether the request was taken: answered by the operation itself, with a success or
-    /// one of its business answers (404 for a record that is not there, 409 for a state or
-    /// version conflict, 422 for a rule, 401 `invalid_grant` for a refresh token the server
-    /// does not know), never by the pipeline's refusals (400, 401 `unauthenticated`, 406,
-    /// 413, 415, …) nor with a 5xx. (Every answer is also checked to be one the operation
-    /// documents.)
-    pub fn is_accepted(&self) -> bool {
-        let invalid_grant = || self.status == 401 && self.json()["code"] == "invalid_grant";
-        (200..300).contains(&self.status) || matches!(self.status, 404 | 409 | 422) || invalid_grant()
-    }
-
     /// The value of header `name` (lower-case), if present.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
