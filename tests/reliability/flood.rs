@@ -11,7 +11,7 @@
 //!   its deadline, the connection cap keeps `accept` from ever failing with "Too many open
 //!   files", and once the flood stops new requests are answered within the body timeout.
 
-use crate::harness::{Seeded, Server, agent};
+use crate::harness::{Seeded, Server, agent, machine_to_itself};
 use std::io::Write;
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -98,6 +98,7 @@ fn send_and_never_read(port: u16, body: &[u8], held: &Held) -> String {
 
 #[test]
 fn a_flood_of_large_bodies_whose_answers_are_never_read_keeps_memory_bounded_sqlite_only() {
+    let _machine = machine_to_itself();
     // Arrange: the default body budget (64 MiB); a 1 MiB body of unknown keys.
     const BUDGET_MIB: u64 = 64;
     // No database work is involved: the test runs once, on SQLite.
@@ -166,6 +167,7 @@ fn a_flood_of_large_bodies_whose_answers_are_never_read_keeps_memory_bounded_sql
 
 #[test]
 fn more_stalled_bodies_than_descriptors_are_cut_and_the_server_answers_again_after_them() {
+    let _machine = machine_to_itself();
     // Arrange: 256 descriptors, a 2 s body timeout; 300 clients that announce a body and
     // send one byte of it.
     let seeded = Seeded::new();
@@ -202,6 +204,7 @@ fn more_stalled_bodies_than_descriptors_are_cut_and_the_server_answers_again_aft
 
 #[test]
 fn a_reader_beyond_the_waiting_budget_is_refused_at_once_and_its_connection_closed() {
+    let _machine = machine_to_itself();
     // Arrange: a 1 MiB budget (768 KiB to process, 256 KiB for waiting readers) and a 3 s
     // body timeout; a stalled body takes the whole processing part, a second body waits.
     let seeded = Seeded::new();

@@ -382,6 +382,38 @@ pub fn read_cell(agent: &ureq::Agent, base: &str, token: &str, date: &str) -> St
     }
 }
 
+/// Held by the tests that load the machine to its limit (a flood of bodies, many clients
+/// racing for seconds), so that no two of them run at once: on two cores either would starve
+/// the other's probes and clients of time, and fail it for the machine's sake, not the
+/// server's. (A probe of the flood test answered 408 once while the 64 clients of
+/// `batches.rs` ran beside it.)
+pub fn machine_to_itself() -> std::sync::MutexGuard<'static, ()> {
+    static LOAD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOAD.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Runs `clients` client threads at once, client `id` talking to `servers[id % servers.len()]`
+/// with `token` and starting when all of them are ready (the barrier it is given): what each
+/// returned, in client order.
+pub fn race<T: Send>(
+    clients: usize,
+    servers: &[Server],
+    token: &str,
+    client: impl Fn(usize, &str, &str, &std::sync::Barrier) -> Vec<T> + Sync,
+) -> Vec<T> {
+    let start = std::sync::Barrier::new(clients);
+    let (start, client) = (&start, &client);
+    std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..clients)
+            .map(|id| {
+                let base = &servers[id % servers.len()].base;
+                scope.spawn(move || client(id, base, token, start))
+            })
+            .collect();
+        threads.into_iter().flat_map(|c| c.join().expect("a client thread")).collect()
+    })
+}
+
 /// Polls `condition` every 10 ms until it holds; fails the test after `limit`.
 pub fn wait_until(what: &str, limit: Duration, mut condition: impl FnMut() -> bool) {
     let deadline = Instant::now() + limit;

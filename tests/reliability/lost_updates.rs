@@ -2,7 +2,7 @@
 //! time-log cell, re-reading the version from each 409; on PostgreSQL through two server
 //! processes sharing the database, on SQLite through one.
 
-use crate::harness::{Seeded, Server, agent, cell, put_cell, read_cell};
+use crate::harness::{Seeded, Server, agent, cell, machine_to_itself, put_cell, race, read_cell};
 use std::sync::Barrier;
 
 const CLIENTS: usize = 32;
@@ -50,22 +50,14 @@ fn client(id: usize, base: &str, token: &str, start: &Barrier) -> Vec<Ack> {
 
 #[test]
 fn no_acknowledged_write_is_lost_when_32_clients_race_on_one_cell() {
+    let _machine = machine_to_itself();
     // Arrange: two processes on one PostgreSQL database, or one on SQLite.
     let seeded = Seeded::new();
     let processes = if seeded.is_postgres() { 2 } else { 1 };
     let servers: Vec<Server> = (0..processes).map(|_| Server::start(&seeded.database.url)).collect();
-    let start = Barrier::new(CLIENTS);
 
     // Act: client i talks to server i mod processes.
-    let mut acks: Vec<Ack> = std::thread::scope(|scope| {
-        let clients: Vec<_> = (0..CLIENTS)
-            .map(|id| {
-                let (base, token, start) = (&servers[id % processes].base, &seeded.token, &start);
-                scope.spawn(move || client(id, base, token, start))
-            })
-            .collect();
-        clients.into_iter().flat_map(|c| c.join().expect("a client thread")).collect()
-    });
+    let mut acks: Vec<Ack> = race(CLIENTS, &servers, &seeded.token, client);
 
     // Assert: every 200 made its own version, with no gap, and the cell holds the last one.
     assert!(!acks.is_empty(), "some writes succeeded");
