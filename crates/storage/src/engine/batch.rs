@@ -83,7 +83,7 @@ pub trait BatchedStatement: Send + Sync + 'static {
 
     /// The statement over `input` alone, in autocommit or inside another batch (SQLite's
     /// writer's transaction): its answer, or `None` where it did not settle it. A batch of
-    /// one write runs it ([`statement`]), so it must settle what `many` settles.
+    /// one write runs it (`batch::statement`), so it must settle what `many` settles.
     fn one<'c>(conn: StatementConn<'c>, input: &'c Self::Input) -> StatementFuture<'c, Option<Self::Output>>;
 }
 
