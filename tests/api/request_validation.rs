@@ -242,7 +242,11 @@ fn retire_checks_company_id_digits_and_reason_length() {
     let app = spawn_app();
     let base = json!({"reason": "duplicate"});
     let path = |id: &str| format!("/admin/api/global-companies/{id}/retire");
-    assert_accepted(&app.send_json("POST", &path("1234567890123456789"), &base), (404, "not_found"), "a 19-digit id");
+    assert_accepted(
+        &app.send_json("POST", &path("1234567890123456789"), &base),
+        (404, "not_found"),
+        "a 19-digit id",
+    );
     for bad in ["12345678901234567890", "0", "0123", "12a"] {
         assert_rejected(&app.send_json("POST", &path(bad), &base), "path", "companyId", "pattern");
     }
