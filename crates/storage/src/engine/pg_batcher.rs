@@ -15,7 +15,10 @@
 //!   lane's driver, a task on the same thread, which takes whatever is queued
 //!   ([`crate::engine::batch::take`]), runs it, answers each write, and takes the next batch
 //!   at once, until the queue is empty. Nothing waits to fill a batch: a write alone is
-//!   sent as soon as the thread runs the driver.
+//!   sent as soon as the thread runs the driver. A queue holds at most the writes of the
+//!   thread's requests in flight (each request waits for its own), which the server's cap
+//!   on connections per worker bounds; a batch carries at most
+//!   [`crate::engine::MAX_BATCH`].
 //! - The statement runs where a single statement runs (the write hands the batcher how,
 //!   [`crate::engine::work`]): on one of the thread's shared, pipelining connections
 //!   ([`crate::engine::shared_pg`]), or, where there are none (behind a pooler that keeps no
