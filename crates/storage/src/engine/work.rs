@@ -158,7 +158,10 @@ impl<S: BatchedStatement> BatchedWrite<S::Output> for Staged<S> {
                     let queued =
                         |deadline| within(deadline, batcher.submit::<S, _, _>(deadline, key, input, run));
                     let answered = budget.spend(queued).await??;
-                    crate::engine::trace::batch_writes(answered.writes);
+                    // A write refused before its batch ran (its deadline passed) carried none.
+                    if answered.writes > 0 {
+                        crate::engine::trace::batch_writes(answered.writes);
+                    }
                     if let Some(answer) = settled(answered.outcome) {
                         return answer;
                     }
