@@ -56,7 +56,7 @@ impl Application {
         // On PostgreSQL single statements pipeline on shared connections, the pool's size
         // spread over the workers (each worker drives its own).
         let workers = server::worker_count(config);
-        if let Err(why) = db.share_statements((db_config.pool_size as usize).div_ceil(workers)) {
+        if let Err(why) = db.share_statements((db_config.connections() as usize).div_ceil(workers)) {
             log::warn!("single statements run on the blocking pool: {why}");
         }
         let demo = if config.demo { Some(demo::load(&db, config.reset)?) } else { None };

@@ -3,14 +3,14 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 use wpds_storage::repos::auth::TokenLifetimes;
-use wpds_storage::{DbConfig, Engine, Pooler, SqliteSynchronous};
+use wpds_storage::{DbConfig, Pooler, SqliteSynchronous};
 
 /// How to reach the database (every command that touches it takes these).
 #[derive(Debug, Clone, clap::Args)]
 pub struct DatabaseArgs {
     /// Database URL: `sqlite://PATH` (the embedded default, created and migrated on first
     /// start) or `postgres://USER@HOST:PORT/DB`.
-    #[arg(long, env = "DATABASE_URL", default_value = "sqlite://wpds.sqlite3")]
+    #[arg(long, env = "DATABASE_URL", default_value = DbConfig::DEFAULT_URL)]
     pub database_url: String,
 
     /// Connections in the pool; 0 picks the engine's default (SQLite 4, PostgreSQL 16). On
@@ -21,14 +21,14 @@ pub struct DatabaseArgs {
 
     /// Milliseconds a request may wait for the database in all (connections and locks)
     /// before answering 503; the default keeps a 503 within 2 s.
-    #[arg(long, env = "WPDS_DB_TIMEOUT_MS", default_value_t = 1500)]
+    #[arg(long, env = "WPDS_DB_TIMEOUT_MS", default_value_t = DbConfig::DEFAULT_TIMEOUT_MS)]
     pub db_timeout_ms: u64,
 
     /// How SQLite commits: `full` syncs every commit to disk, so an acknowledged write
     /// survives an OS crash or power loss; `normal` syncs only at checkpoints, so those can
     /// roll back the last acknowledged writes (a process crash loses nothing either way).
-    #[arg(long, env = "WPDS_SQLITE_SYNCHRONOUS", value_enum, default_value_t = Synchronous::Full)]
-    pub sqlite_synchronous: Synchronous,
+    #[arg(long, env = "WPDS_SQLITE_SYNCHRONOUS", value_enum, default_value_t = SqliteSynchronous::default())]
+    pub sqlite_synchronous: SqliteSynchronous,
 
     /// What stands between the server and PostgreSQL: `none` (also a pooler in session
     /// mode); `transaction` for a pooler that lends a server connection per transaction
@@ -37,66 +37,20 @@ pub struct DatabaseArgs {
     /// `transaction-prepared` for one that also keeps prepared statements (PgBouncer 1.21 or
     /// later with `max_prepared_statements`): statements stay prepared and pipeline, and the
     /// role's timeouts bound them (checked at start-up).
-    #[arg(long, env = "WPDS_PG_POOLER", value_enum, default_value_t = PgPooler::None)]
-    pub pg_pooler: PgPooler,
-}
-
-/// The values of `WPDS_PG_POOLER`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum PgPooler {
-    /// PostgreSQL itself, or a pooler in session mode.
-    None,
-    /// A pooler in transaction mode.
-    Transaction,
-    /// A pooler in transaction mode that keeps prepared statements across transactions.
-    TransactionPrepared,
-}
-
-impl From<PgPooler> for Pooler {
-    fn from(value: PgPooler) -> Self {
-        match value {
-            PgPooler::None => Pooler::None,
-            PgPooler::Transaction => Pooler::Transaction,
-            PgPooler::TransactionPrepared => Pooler::TransactionPrepared,
-        }
-    }
-}
-
-/// The values of `WPDS_SQLITE_SYNCHRONOUS`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Synchronous {
-    /// Every commit is synced to disk before it is acknowledged.
-    Full,
-    /// The WAL is synced at checkpoints only.
-    Normal,
-}
-
-impl From<Synchronous> for SqliteSynchronous {
-    fn from(value: Synchronous) -> Self {
-        match value {
-            Synchronous::Full => SqliteSynchronous::Full,
-            Synchronous::Normal => SqliteSynchronous::Normal,
-        }
-    }
+    #[arg(long, env = "WPDS_PG_POOLER", value_enum, default_value_t = Pooler::default())]
+    pub pg_pooler: Pooler,
 }
 
 impl DatabaseArgs {
     /// The storage layer's settings.
     pub fn db_config(&self) -> DbConfig {
-        let mut config = DbConfig {
+        DbConfig {
             url: self.database_url.clone(),
             pool_size: self.db_pool_size,
             timeout: Duration::from_millis(self.db_timeout_ms),
-            sqlite_synchronous: self.sqlite_synchronous.into(),
-            pooler: self.pg_pooler.into(),
-        };
-        if config.pool_size == 0 {
-            config.pool_size = match config.engine() {
-                Engine::Sqlite => 4,
-                Engine::Postgres => 16,
-            };
+            sqlite_synchronous: self.sqlite_synchronous,
+            pooler: self.pg_pooler,
         }
-        config
     }
 }
 

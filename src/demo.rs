@@ -35,13 +35,12 @@ pub enum Loaded {
 /// Loads the demo workspace into `db` when it is empty, or again with `reset` (refused,
 /// changing nothing, when the database holds records the demo does not have).
 pub fn load(db: &Database, reset: bool) -> Result<Loaded, String> {
-    let conn = &mut db.conn().map_err(|e| e.to_string())?;
     let failed = |e: seed::SeedError| format!("demo fixture: {e}");
     if reset {
-        return seed::reload(conn, FIXTURE).map(Loaded::Reloaded).map_err(failed);
+        return seed::reload(db, FIXTURE).map(Loaded::Reloaded).map_err(failed);
     }
-    if workspaces::count(conn).map_err(|e| e.to_string())? == 0 {
-        return seed::load(conn, FIXTURE).map(Loaded::Loaded).map_err(failed);
+    if db.read_now(workspaces::count()).map_err(|e| e.to_string())? == 0 {
+        return seed::load(db, FIXTURE).map(Loaded::Loaded).map_err(failed);
     }
     Ok(Loaded::Kept)
 }

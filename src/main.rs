@@ -143,8 +143,7 @@ fn migrate(database: &DatabaseArgs) -> Result<(), String> {
 fn load_fixture(file: &std::path::Path, database: &DatabaseArgs) -> Result<(), String> {
     let text = std::fs::read_to_string(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
     let db = open(&one_shot(database))?;
-    let conn = &mut db.conn().map_err(|e| e.to_string())?;
-    let report = seed::load(conn, &text).map_err(|e| format!("{}: {e}", file.display()))?;
+    let report = seed::load(&db, &text).map_err(|e| format!("{}: {e}", file.display()))?;
     println!("{report}");
     Ok(())
 }
@@ -152,11 +151,11 @@ fn load_fixture(file: &std::path::Path, database: &DatabaseArgs) -> Result<(), S
 fn issue_token(user: &str, database: &DatabaseArgs, tokens: &TokenArgs) -> Result<(), String> {
     let user_id = wpds_storage::ids::parse(user).ok_or_else(|| format!("no user {user}"))?;
     let db = open(&one_shot(database))?;
-    let conn = &mut db.conn().map_err(|e| e.to_string())?;
-    let pair = match auth::issue(conn, user_id, tokens.lifetimes()) {
+    let pair = match db.write_now(auth::issue(user_id, tokens.lifetimes())) {
         Ok(pair) => pair,
         Err(wpds_storage::StoreError::NotFound(what)) => {
-            let empty = wpds_storage::repos::workspaces::count(conn).map_err(|e| e.to_string())? == 0;
+            let empty =
+                db.read_now(wpds_storage::repos::workspaces::count()).map_err(|e| e.to_string())? == 0;
             return Err(if empty {
                 format!(
                     "not found: {what}: the database holds no records yet; load them with `wpds seed FILE.json` \
@@ -306,8 +305,7 @@ fn demo_banner(
         ),
     }
     let state = app.state();
-    let conn = &mut state.db.conn().map_err(|e| e.to_string())?;
-    let mut issue = |user| auth::issue(conn, user, state.lifetimes).map_err(|e| e.to_string());
+    let issue = |user| state.db.write_now(auth::issue(user, state.lifetimes)).map_err(|e| e.to_string());
     let member = issue(demo::MEMBER)?;
     let admin = issue(demo::ADMIN)?;
     let refresh = issue(demo::MEMBER)?;

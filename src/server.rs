@@ -57,7 +57,7 @@ pub fn start(
     .shutdown_timeout(config.shutdown_timeout)
     .disable_signals();
     let workers = worker_count(config);
-    let pool_size = usize::try_from(config.database.db_config().pool_size).unwrap_or(usize::MAX);
+    let pool_size = usize::try_from(config.database.db_config().connections()).unwrap_or(usize::MAX);
     let connections = connection_cap(workers, pool_size);
     log::info!("accepting at most {connections} connections per worker ({workers} workers)");
     server = server

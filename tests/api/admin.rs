@@ -29,15 +29,15 @@ fn assert_problem(response: &TestResponse, status: u16, code: &str) {
 }
 
 fn audit_entries(app: &TestApp, target: &str) -> Vec<companies::AuditRecord> {
-    companies::audit_entries_for(&mut app.db.conn().unwrap(), target).unwrap()
+    app.db.read_now(companies::audit_entries_for(target.to_owned())).unwrap()
 }
 
 fn used_credits(app: &TestApp, workspace: i64, user: i64, cycle: &str) -> Option<i64> {
-    credits::used_credits(&mut app.db.conn().unwrap(), workspace, user, cycle).unwrap()
+    app.db.read_now(credits::used_credits(workspace, user, cycle.to_owned())).unwrap()
 }
 
 fn resets(app: &TestApp, workspace: i64, user: i64) -> Vec<credits::ResetRecord> {
-    credits::resets_for(&mut app.db.conn().unwrap(), workspace, user).unwrap()
+    app.db.read_now(credits::resets_for(workspace, user)).unwrap()
 }
 
 #[test]

@@ -11,12 +11,13 @@ fn patch(app: &TestApp, body: Value) -> crate::support::TestResponse {
 }
 
 fn activations(app: &TestApp, product_type: i64) -> Vec<(i64, bool)> {
-    wpds_storage::repos::categories::column_activations(&mut app.db.conn().unwrap(), product_type).unwrap()
+    app.db.read_now(wpds_storage::repos::categories::column_activations(product_type)).unwrap()
 }
 
 /// Every code of workspace 1 as `holder=code` (`-` for none), categories then product types.
 fn codes(app: &TestApp) -> Vec<String> {
-    wpds_storage::repos::categories::codes(&mut app.db.conn().unwrap(), 1)
+    app.db
+        .read_now(wpds_storage::repos::categories::codes(1))
         .unwrap()
         .into_iter()
         .map(|(holder, code)| format!("{holder}={}", code.as_deref().unwrap_or("-")))

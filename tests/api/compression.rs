@@ -4,7 +4,7 @@
 //! too. `WPDS_COMPRESSION=false` turns it off. (The test client decodes what it receives,
 //! as every HTTP client does, so each answer is still checked against the contract.)
 
-use crate::support::{Options, TestApp, spawn_app, spawn_app_with};
+use crate::support::{TestApp, spawn_app, spawn_app_with};
 use serde_json::json;
 
 const CELLS: &str = "/v1/workspaces/1/time-log/cells";
@@ -85,7 +85,7 @@ fn swagger_ui_and_the_documents_are_compressed() {
 
 #[test]
 fn compression_can_be_turned_off() {
-    let app = spawn_app_with(Options { compression: false, ..Options::default() });
+    let app = spawn_app_with(|config| config.compression = false);
     let response = get(&app, "/openapi.json", "br, gzip");
     assert_eq!(response.header("content-encoding"), None);
     assert!(!varies_by_encoding(&response));

@@ -4,14 +4,14 @@
 //! without an `Origin` (the browser, not the server, keeps the answer from the page). The
 //! browser itself is tried in scripts/check-swagger-ui.
 
-use crate::support::{Options, TestApp, spawn_app, spawn_app_with};
+use crate::support::{TestApp, spawn_app, spawn_app_with};
 
 const ALLOWED: &str = "http://127.0.0.1:9999";
 const RECEIPTS: &str = "/v1/workspaces/1/projects/7/sync-updates/commercial-receipts";
 const CELLS: &str = "/v1/workspaces/1/time-log/cells";
 
 fn app_allowing(origin: &str) -> TestApp {
-    spawn_app_with(Options { cors_origins: vec![origin.to_owned()], ..Options::default() })
+    spawn_app_with(|config| config.cors_origins = vec![origin.to_owned()])
 }
 
 fn preflight(app: &TestApp, origin: &str) -> crate::support::TestResponse {

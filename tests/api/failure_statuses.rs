@@ -8,7 +8,7 @@
 //! answered and cached for the whole test, so what fails is the operation's own work (each
 //! test checks that).
 
-use crate::support::{ADMIN, Options, Raw, TestApp, lock_every_table, raw_connection, spawn_app_with};
+use crate::support::{ADMIN, Raw, TestApp, lock_every_table, raw_connection, spawn_app, spawn_app_with};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -19,7 +19,7 @@ use wpds_document::operations::{OperationInfo, collect};
 /// How long the authentication cache keeps the caller's look-ups where a test breaks or
 /// locks every table: longer than the test, so that none expires between the request that
 /// caches it and the one that relies on it.
-const CACHED_FOR_THE_TEST: Option<Duration> = Some(Duration::from_secs(600));
+const CACHED_FOR_THE_TEST_MS: u64 = 600_000;
 
 /// One operation's example request.
 struct Example {
@@ -122,7 +122,7 @@ fn every_operation_answers_429_beyond_its_callers_limit_and_refreshing_does_not_
     let examples = examples();
     for example in &examples {
         // Arrange: a limit of 2 per minute, on a fresh server (each operation its own count).
-        let app = spawn_app_with(Options { rate_limit_per_minute: 2, ..Options::default() });
+        let app = spawn_app_with(|config| config.rate_limit_per_minute = 2);
         let token = app.tokens_for(ADMIN).access_token;
 
         // Act and assert: two within the limit, each answered as it would be without one
@@ -177,7 +177,7 @@ fn every_operation_answers_429_beyond_its_callers_limit_and_refreshing_does_not_
 
 #[test]
 fn requests_without_a_usable_token_count_per_client_address() {
-    let app = spawn_app_with(Options { rate_limit_per_minute: 2, ..Options::default() });
+    let app = spawn_app_with(|config| config.rate_limit_per_minute = 2);
     let statuses: Vec<u16> = (0..3).map(|_| app.request("GET", RECEIPTS).anonymous().send().status).collect();
     assert_eq!(statuses, [401, 401, 429], "guessing tokens is limited too");
     let member = app.tokens_for(crate::support::MEMBER).access_token;
@@ -190,7 +190,7 @@ fn requests_without_a_usable_token_count_per_client_address() {
 
 #[test]
 fn probes_and_documents_are_never_limited() {
-    let app = spawn_app_with(Options { rate_limit_per_minute: 1, ..Options::default() });
+    let app = spawn_app_with(|config| config.rate_limit_per_minute = 1);
     for path in
         ["/healthz", "/readyz", "/openapi.json", "/openapi.yaml", "/docs/", "/healthz", "/openapi.json"]
     {
@@ -205,7 +205,7 @@ fn probes_and_documents_are_never_limited() {
 fn the_limiter_lets_requests_through_when_its_shared_counters_cannot_be_reached() {
     // SQLite counts in memory: there is no shared store to lose.
     crate::database::require_postgres();
-    let app = spawn_app_with(Options { rate_limit_per_minute: 1, ..Options::default() });
+    let app = spawn_app_with(|config| config.rate_limit_per_minute = 1);
     raw_connection(&app)
         .batch_execute("ALTER TABLE rate_limit_windows RENAME TO rate_limit_windows_gone")
         .unwrap();
@@ -216,7 +216,7 @@ fn the_limiter_lets_requests_through_when_its_shared_counters_cannot_be_reached(
 
 #[test]
 fn an_unexpected_storage_failure_is_a_500_that_reveals_nothing() {
-    let app = spawn_app_with(Options { auth_cache_ttl: CACHED_FOR_THE_TEST, ..Options::default() });
+    let app = spawn_app_with(|config| config.auth_cache_ttl_ms = CACHED_FOR_THE_TEST_MS);
     let token = app.token.clone();
     let conn = &mut raw_connection(&app);
     let tables = conn.tables();
@@ -240,10 +240,9 @@ fn an_unexpected_storage_failure_is_a_500_that_reveals_nothing() {
 
 #[test]
 fn every_operation_answers_503_with_retry_after_when_the_database_is_locked_past_the_timeout() {
-    let app = spawn_app_with(Options {
-        db_timeout: Duration::from_millis(300),
-        auth_cache_ttl: CACHED_FOR_THE_TEST,
-        ..Options::default()
+    let app = spawn_app_with(|config| {
+        config.database.db_timeout_ms = 300;
+        config.auth_cache_ttl_ms = CACHED_FOR_THE_TEST_MS;
     });
     let token = app.token.clone();
     let sqlite = !app.database_url.starts_with("postgres");
@@ -293,7 +292,7 @@ fn every_operation_answers_503_with_retry_after_when_the_database_is_locked_past
 
 #[test]
 fn every_operation_answers_the_pipelines_statuses_as_documented() {
-    let app = spawn_app_with(Options::default());
+    let app = spawn_app();
     let outsider = app.tokens_for(crate::support::OUTSIDER).access_token;
     let member = app.tokens_for(crate::support::MEMBER).access_token;
     for example in examples() {

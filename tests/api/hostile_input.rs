@@ -2,7 +2,7 @@
 //! grow with the request, text every engine can store, integers read exactly, encoded
 //! bodies refused, stalled bodies cut at their deadline, and the security headers.
 
-use crate::support::{Options, spawn_app, spawn_app_with};
+use crate::support::{spawn_app, spawn_app_with};
 use serde_json::{Map, Value, json};
 use std::time::Duration;
 
@@ -147,7 +147,7 @@ fn a_body_with_a_content_encoding_is_a_415_problem() {
 #[test]
 fn a_body_that_stalls_is_answered_408_and_its_connection_closes() {
     // Arrange: a short body timeout; every operation that takes a body.
-    let app = spawn_app_with(Options { body_timeout: Duration::from_millis(300), ..Options::default() });
+    let app = spawn_app_with(|config| config.body_timeout_ms = 300);
     let operations = [
         ("PUT", "/v1/workspaces/1/projects/7/documents/12/type"),
         ("POST", REFRESH),

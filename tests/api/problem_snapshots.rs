@@ -15,7 +15,7 @@
 //! (see [`a_request_beyond_the_limit_answers_rate_limited`]).
 
 use crate::support::{
-    MEMBER, OUTSIDER, Options, TestApp, TestResponse, lock, raw_connection, spawn_app, spawn_app_with,
+    MEMBER, OUTSIDER, TestApp, TestResponse, lock, raw_connection, spawn_app, spawn_app_with,
 };
 use serde_json::{Map, Value, json};
 use std::time::Duration;
@@ -120,7 +120,7 @@ fn an_accept_header_excluding_json_answers_not_acceptable() {
 #[test]
 fn a_body_that_stalls_answers_request_timeout() {
     // A body timeout of 300 ms; 100 bytes announced, 10 sent, then nothing.
-    let app = spawn_app_with(Options { body_timeout: Duration::from_millis(300), ..Options::default() });
+    let app = spawn_app_with(|config| config.body_timeout_ms = 300);
     let head = format!(
         "PUT {CELLS} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {}\r\nX-Request-Id: {TRACE_ID}\r\n\
          Content-Type: application/json\r\nContent-Length: 100",
@@ -241,7 +241,7 @@ fn unknown_companies_and_persons_answer_unprocessable() {
 /// redacted to `[seconds]`. Everything else is snapshotted as sent.
 #[test]
 fn a_request_beyond_the_limit_answers_rate_limited() {
-    let app = spawn_app_with(Options { rate_limit_per_minute: 1, ..Options::default() });
+    let app = spawn_app_with(|config| config.rate_limit_per_minute = 1);
     let token = app.tokens_for(MEMBER).access_token;
     // The first request is within the limit; the second is beyond it, unless a new window
     // began between the two (then the next one is).
@@ -288,7 +288,7 @@ fn a_storage_failure_answers_internal() {
 /// operation waits for, past a database timeout of 300 ms.
 #[test]
 fn a_database_locked_past_the_timeout_answers_unavailable() {
-    let app = spawn_app_with(Options { db_timeout: Duration::from_millis(300), ..Options::default() });
+    let app = spawn_app_with(|config| config.database.db_timeout_ms = 300);
     let conn = &mut raw_connection(&app);
     lock(conn, "time_log_entries");
     let response = request(&app, "PUT", CELLS).json(&cell()).send();
@@ -320,11 +320,10 @@ fn a_body_while_the_memory_for_bodies_is_taken_answers_unavailable() {
 /// waits) before both stalled bodies held the memory.
 fn refused_while_two_bodies_stall() -> Option<(TestResponse, bool)> {
     use std::io::Write;
-    let app = spawn_app_with(Options {
-        body_memory_mib: 1,
+    let app = spawn_app_with(|config| {
+        config.body_memory_mib = 1;
         // Long enough that the stalled bodies outlast the attempt on a loaded machine.
-        body_timeout: Duration::from_secs(30),
-        ..Options::default()
+        config.body_timeout_ms = 30_000;
     });
     let head = |length: usize| {
         format!(

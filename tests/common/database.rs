@@ -209,8 +209,7 @@ fn migrate_and_load(url: &str) {
     .expect("the template database opens and migrates");
     let fixture = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/demo.json"))
         .expect("the demo fixture");
-    wpds_storage::seed::load(&mut db.conn().expect("a connection"), &fixture)
-        .expect("the demo fixture loads");
+    wpds_storage::seed::load(&db, &fixture).expect("the demo fixture loads");
 }
 
 /// The SQLite template's file, made once per content ([`template_key`]) in the temp
@@ -306,18 +305,13 @@ fn postgres_url() -> Option<String> {
 }
 
 /// What stands between servers and the PostgreSQL of `TEST_DATABASE_URL`
-/// (`WPDS_PG_POOLER`, read as the server reads it; `none` when unset).
-pub fn pg_pooler() -> wpds::config::PgPooler {
-    match std::env::var("WPDS_PG_POOLER") {
-        Ok(value) => <wpds::config::PgPooler as clap::ValueEnum>::from_str(&value, false)
-            .unwrap_or_else(|why| panic!("WPDS_PG_POOLER={value}: {why}")),
-        Err(_) => wpds::config::PgPooler::None,
-    }
-}
-
-/// [`pg_pooler`], as the storage crate names it.
+/// (`WPDS_PG_POOLER`, read as the server reads it; its default when unset).
 pub fn pooler() -> wpds_storage::Pooler {
-    pg_pooler().into()
+    match std::env::var("WPDS_PG_POOLER") {
+        Ok(value) => <wpds_storage::Pooler as clap::ValueEnum>::from_str(&value, false)
+            .unwrap_or_else(|why| panic!("WPDS_PG_POOLER={value}: {why}")),
+        Err(_) => wpds_storage::Pooler::default(),
+    }
 }
 
 impl Drop for TestDatabase {

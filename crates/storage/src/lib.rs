@@ -9,13 +9,13 @@
 //!   modules are private: the repositories, and the server, reach it only through the
 //!   entry points [`engine`] re-exports.
 //!
-//! Beside them, the vocabulary both speak: the tables ([`schema`], one row struct per
+//! Beside them, the vocabulary both speak: the tables (`schema`, one row struct per
 //! table in `models/`, named `…Row`), the errors ([`error`]), ids ([`ids`]) and times
 //! ([`clock`]); and the fixture loader ([`seed`]).
 //!
 //! Rules:
 //! - One code path, two engines: [`engine::Database`] holds a pool of either engine and the
-//!   [`db_run!`] / [`db_write!`] macros compile each repository body once per engine
+//!   `db_run!` / `db_write!` macros compile each repository body once per engine
 //!   (the vaultwarden pattern), so both keep `ON CONFLICT`, `RETURNING` and their own
 //!   error messages. Each engine has its own migration tree.
 //! - One way in: a repository function callers use returns its work as a [`Read`] or a
@@ -25,7 +25,7 @@
 //!   hold a connection. There, too, each call gets its span of the request's trace, named by
 //!   the summary the repository function gives its work.
 //! - Work that is one autocommit statement is an `async fn` over an
-//!   [`engine::StatementConn`] ([`db_statement!`]): the same function runs on a blocking
+//!   [`engine::StatementConn`] (`db_statement!`): the same function runs on a blocking
 //!   connection of either engine and, on PostgreSQL, on the shared, pipelining
 //!   connections. Work of several statements stays blocking.
 //! - On SQLite the server's writes run on one writer thread, in batches that commit once;
@@ -42,6 +42,11 @@
 //!   to its problem once. Ids are 64-bit integers served as decimal strings; an id that does not parse
 //!   names no record.
 //! - Timestamps are milliseconds since the Unix epoch (both engines keep them exactly).
+//! - The production API is [`Read`] / [`Write`], the repositories that return them, and the
+//!   engine's entry points. What only tests and the benchmark tools reach — the tables
+//!   (`schema`), a raw pooled connection (`Database::conn`, `DbConn`), the engine's macros
+//!   and the repository helpers that read what an operation wrote — is public only with the
+//!   `test-support` feature, which `scripts/check-layering` keeps out of the server's build.
 
 pub mod clock;
 pub mod engine;
@@ -49,9 +54,16 @@ pub mod error;
 pub mod ids;
 pub(crate) mod models;
 pub mod repos;
+#[cfg(feature = "test-support")]
 pub mod schema;
+#[cfg(not(feature = "test-support"))]
+pub(crate) mod schema;
 pub mod seed;
 mod stored;
 
-pub use engine::{Budget, Database, DbConfig, DbConn, Engine, Pooler, Read, SqliteSynchronous, Write};
+#[cfg(feature = "test-support")]
+pub use engine::DbConn;
+pub use engine::{Budget, Database, DbConfig, Engine, Pooler, Read, SqliteSynchronous, Write};
+#[cfg(not(feature = "test-support"))]
+pub(crate) use engine::{db_run, db_statement, db_write};
 pub use error::StoreError;

@@ -3,7 +3,10 @@
 //! Generated once from the migrations; keep it in step with them. Ids are `BigInt`,
 //! timestamps milliseconds since the epoch (`BigInt`), JSON held as `Text`.
 
-#![expect(missing_docs, reason = "diesel's table! macros, one per table, as the migrations define them")]
+#![cfg_attr(
+    feature = "test-support",
+    expect(missing_docs, reason = "diesel's table! macros, one per table, as the migrations define them")
+)]
 
 diesel::table! {
     users (id) {

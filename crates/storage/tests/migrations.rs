@@ -18,13 +18,7 @@ fn instances_starting_together_on_an_empty_database_all_come_up() {
     for round in 0..3 {
         // Arrange: an empty database; four instances about to start.
         let (url, _cleanup) = support::scratch_postgres(&admin);
-        let config = DbConfig {
-            url,
-            pool_size: 1,
-            timeout: Duration::from_secs(5),
-            sqlite_synchronous: Default::default(),
-            pooler: Default::default(),
-        };
+        let config = DbConfig { url, pool_size: 1, timeout: Duration::from_secs(5), ..DbConfig::default() };
         let start = std::sync::Barrier::new(4);
 
         // Act: all four open (connect and migrate) at once.

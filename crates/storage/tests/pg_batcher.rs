@@ -22,15 +22,9 @@ const DEMO: &str = include_str!("../../../fixtures/demo.json");
 /// the batches it commits.
 fn seeded() -> (Arc<Database>, Arc<Mutex<Vec<usize>>>, Cleanup) {
     let (url, cleanup) = scratch_postgres(&require_postgres());
-    let config = DbConfig {
-        url,
-        pool_size: 2,
-        timeout: Duration::from_secs(5),
-        sqlite_synchronous: Default::default(),
-        pooler: Default::default(),
-    };
+    let config = DbConfig { url, pool_size: 2, timeout: Duration::from_secs(5), ..DbConfig::default() };
     let mut db = Database::open(&config).expect("PostgreSQL is reachable");
-    wpds_storage::seed::load(&mut db.conn().expect("a connection"), DEMO).expect("the demo loads");
+    wpds_storage::seed::load(&db, DEMO).expect("the demo loads");
     db.share_statements(2).expect("tokio-postgres reads this URL");
     let batches = Arc::new(Mutex::new(Vec::new()));
     let heard = Arc::clone(&batches);

@@ -53,13 +53,7 @@ struct TestDb {
 }
 
 fn config(url: String) -> DbConfig {
-    DbConfig {
-        url,
-        pool_size: 2,
-        timeout: Duration::from_secs(5),
-        sqlite_synchronous: Default::default(),
-        pooler: Default::default(),
-    }
+    DbConfig { url, pool_size: 2, timeout: Duration::from_secs(5), ..DbConfig::default() }
 }
 
 fn sqlite() -> TestDb {
@@ -127,8 +121,7 @@ fn count_of(db: &Database, table: &str) -> i64 {
 }
 
 fn load(db: &Database, fixture: &str) -> Result<seed::SeedReport, SeedError> {
-    let conn = &mut db.conn().expect("a connection");
-    seed::load(conn, fixture)
+    seed::load(db, fixture)
 }
 
 /// The demo file with `edit` applied.
@@ -413,10 +406,10 @@ fn a_file_that_is_not_json_or_has_unknown_fields_is_rejected() {
 
 on_each_engine!(after_a_seed_new_rows_without_an_id_get_fresh_ids, |db| {
     load(db, DEMO).expect("the demo fixture loads");
-    let conn: &mut DbConn = &mut db.conn().expect("a connection");
     // A table the seed does not fill.
     let lifetimes = TokenLifetimes { access: Duration::from_secs(60), refresh: Duration::from_secs(60) };
-    auth::issue(conn, 5, lifetimes).expect("a new login for user 5");
+    db.write_now(auth::issue(5, lifetimes)).expect("a new login for user 5");
+    let conn: &mut DbConn = &mut db.conn().expect("a connection");
     // Tables the seed filled with explicit ids continue after them.
     let user: i64 = db_run!(conn => diesel::insert_into(users::table)
             .values((users::email.eq("new@northwind.example"), users::display_name.eq("New"), users::is_platform_admin.eq(false)))

@@ -24,13 +24,7 @@ fn named(url: &str, name: &str) -> String {
 
 /// A database whose single statements run on `per_thread` shared connections.
 fn shared_database(url: &str, timeout: Duration, per_thread: usize) -> Arc<Database> {
-    let config = DbConfig {
-        url: url.to_owned(),
-        pool_size: 1,
-        timeout,
-        sqlite_synchronous: Default::default(),
-        pooler: Default::default(),
-    };
+    let config = DbConfig { url: url.to_owned(), pool_size: 1, timeout, ..DbConfig::default() };
     let mut db = Database::connect(&config).expect("PostgreSQL is reachable");
     db.share_statements(per_thread).expect("tokio-postgres reads this URL");
     Arc::new(db)
@@ -154,13 +148,7 @@ fn a_url_tokio_postgres_does_not_read_as_libpq_leaves_statements_on_the_blocking
     // Arrange: a URL with a libpq parameter tokio-postgres does not know.
     let url = require_postgres();
     let url = format!("{url}{}keepalives_count=4", if url.contains('?') { '&' } else { '?' });
-    let config = DbConfig {
-        url,
-        pool_size: 1,
-        timeout: Duration::from_secs(1),
-        sqlite_synchronous: Default::default(),
-        pooler: Default::default(),
-    };
+    let config = DbConfig { url, pool_size: 1, timeout: Duration::from_secs(1), ..DbConfig::default() };
     let mut db = Database::connect(&config).expect("libpq reads it");
 
     // Act

@@ -18,13 +18,7 @@ fn a_statement_running_past_the_database_timeout_is_cancelled_as_unavailable() {
     // Arrange: a timeout of 300 ms (no tables are needed: the server's own database will do).
     let url = require_postgres();
     let timeout = Duration::from_millis(300);
-    let config = DbConfig {
-        url,
-        pool_size: 1,
-        timeout,
-        sqlite_synchronous: Default::default(),
-        pooler: Default::default(),
-    };
+    let config = DbConfig { url, pool_size: 1, timeout, ..DbConfig::default() };
     let db = Database::connect(&config).expect("PostgreSQL is reachable");
     let DbConn::Postgres(mut conn) = db.conn().expect("a connection") else {
         unreachable!("a PostgreSQL URL")

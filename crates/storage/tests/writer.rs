@@ -46,7 +46,7 @@ impl Scratch {
             pool_size: 2,
             timeout,
             sqlite_synchronous,
-            pooler: Default::default(),
+            ..DbConfig::default()
         };
         let db = Database::open(&config).expect("open SQLite");
         let conn = &mut db.conn().expect("a connection");

@@ -99,9 +99,8 @@ fn lean(url: String, tokens: &str, per_thread: usize) -> Lean {
     let config = DbConfig {
         url,
         pool_size: 1,
-        timeout: Duration::from_millis(1500),
-        sqlite_synchronous: Default::default(),
-        pooler: Default::default(),
+        timeout: Duration::from_millis(DbConfig::DEFAULT_TIMEOUT_MS),
+        ..DbConfig::default()
     };
     let mut db = Database::connect(&config).unwrap_or_else(|e| fail(&format!("database: {e:?}")));
     db.share_statements(per_thread).unwrap_or_else(|e| fail(&format!("shared connections: {e}")));

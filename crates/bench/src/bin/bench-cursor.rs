@@ -90,8 +90,7 @@ fn main() {
         url: url.clone(),
         pool_size: 1,
         timeout: Duration::from_secs(10),
-        sqlite_synchronous: Default::default(),
-        pooler: Default::default(),
+        ..DbConfig::default()
     })
     .unwrap_or_else(|e| fail(&e.to_string()));
     let conn = &mut db.conn().unwrap_or_else(|e| fail(&e.to_string()));

@@ -56,11 +56,11 @@ fn main() {
         // The load is one statement of a million rows: minutes on a slow disk, which the
         // server's 30 s statement timeout would cancel.
         timeout: Duration::from_secs(900),
-        sqlite_synchronous: Default::default(),
-        pooler: Default::default(),
+        ..DbConfig::default()
     };
     let db = Database::open(&config).unwrap_or_else(|e| fail(&format!("cannot open {url}: {e}")));
-    let conn = &mut db.conn().unwrap_or_else(|e| fail(&e.to_string()));
+    let mut pooled = db.conn().unwrap_or_else(|e| fail(&e.to_string()));
+    let conn = &mut pooled;
     if args.number("reset-cells", 0) != 0 {
         run(conn, &format!("UPDATE time_log_entries SET version = {CELL_START_VERSION}"));
         println!(r#"{{"reset":true,"seconds":{:.3}}}"#, started.elapsed().as_secs_f64());
@@ -119,11 +119,14 @@ fn main() {
         run(conn, statement);
     }
     let loaded = started.elapsed();
+    // The pool's one connection goes back for the tokens' writes.
+    drop(pooled);
     let lifetimes =
         TokenLifetimes { access: Duration::from_secs(86_400), refresh: Duration::from_secs(86_400) };
     let mut tokens = String::new();
     for user in 1..=users {
-        let pair = auth::issue(conn, user, lifetimes)
+        let pair = db
+            .write_now(auth::issue(user, lifetimes))
             .unwrap_or_else(|e| fail(&format!("token of user {user}: {e}")));
         tokens.push_str(&pair.access_token);
         tokens.push('\n');

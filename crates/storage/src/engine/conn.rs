@@ -1,5 +1,5 @@
-//! A database connection of either engine, and how work runs on it: [`crate::db_run!`]
-//! binds the concrete connection, [`crate::db_write!`] wraps work in a write transaction,
+//! A database connection of either engine, and how work runs on it: `db_run!`
+//! binds the concrete connection, `db_write!` wraps work in a write transaction,
 //! or in a savepoint when the connection it is given is in a transaction already (a batch
 //! of the SQLite writer, [`crate::engine::writer`]; a unit of work behind a transaction pooler,
 //! [`crate::engine::db::Database::run_until`]).
@@ -11,8 +11,8 @@ use diesel::pg::PgConnection;
 use diesel::r2d2::{ConnectionManager, PooledConnection};
 use diesel::sqlite::SqliteConnection;
 
-/// A pooled connection of either engine; use it through [`crate::db_run!`] or
-/// [`crate::db_write!`].
+/// A pooled connection of either engine; use it through `db_run!` or
+/// `db_write!`.
 pub enum DbConn {
     /// SQLite.
     Sqlite(PooledConnection<ConnectionManager<SqliteConnection>>),
@@ -22,7 +22,7 @@ pub enum DbConn {
 
 /// Runs `$body` with `$conn` (a `&mut DbConn`) rebound to the concrete connection of the
 /// engine in use. The body is compiled once per engine.
-#[macro_export]
+#[cfg_attr(feature = "test-support", macro_export)]
 macro_rules! db_run {
     ($conn:ident => $body:expr) => {
         match $conn {
@@ -37,13 +37,15 @@ macro_rules! db_run {
         }
     };
 }
+#[cfg(not(feature = "test-support"))]
+pub(crate) use db_run;
 
 /// Runs `$body` in a write transaction (`BEGIN IMMEDIATE` on SQLite, so the writer lock is
 /// taken up front and waits `busy_timeout` instead of failing half-way). On a connection
 /// that is in a transaction already it is a savepoint of it: on SQLite that is a batch of
 /// the `writer`, which holds the lock already.
 /// `$body` returns `Result<_, StoreError>`; an `Err` rolls back.
-#[macro_export]
+#[cfg_attr(feature = "test-support", macro_export)]
 macro_rules! db_write {
     ($conn:ident => $body:expr) => {
         match $conn {
@@ -65,15 +67,17 @@ macro_rules! db_write {
         }
     };
 }
+#[cfg(not(feature = "test-support"))]
+pub(crate) use db_write;
 
 /// Whether `conn` is in a transaction (as diesel keeps count; one in error counts too): then
-/// [`crate::db_write!`] opens a savepoint instead of `BEGIN IMMEDIATE`.
+/// `db_write!` opens a savepoint instead of `BEGIN IMMEDIATE`.
 #[doc(hidden)]
 pub fn in_transaction(conn: &mut SqliteConnection) -> bool {
     !matches!(AnsiTransactionManager::transaction_manager_status_mut(conn).transaction_depth(), Ok(None))
 }
 
-/// Runs `body` in a savepoint of the open batch (for [`crate::db_write!`]); an `Err` rolls
+/// Runs `body` in a savepoint of the open batch (for `db_write!`); an `Err` rolls
 /// the savepoint back. On a full disk or an I/O error SQLite rolls the whole transaction
 /// back by itself, so the savepoint is gone too: then the body's error (the cause) is the
 /// answer, where diesel's own `transaction` would answer with the failed rollback, and the

@@ -79,12 +79,14 @@ pub enum Engine {
     Postgres,
 }
 
-/// How to reach the database.
+/// How to reach the database. Its [`Default`] is every setting's default, written here
+/// only: the server's flags take theirs from [`DbConfig::DEFAULT_URL`] and
+/// [`DbConfig::DEFAULT_TIMEOUT_MS`] and the enums' defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DbConfig {
     /// `sqlite://PATH`, a bare path, or `postgres://…`.
     pub url: String,
-    /// Connections in the pool.
+    /// Connections in the pool; 0 is the engine's default ([`DbConfig::connections`]).
     pub pool_size: u32,
     /// How long a request waits for a connection (and a new connection for the server)
     /// before the database counts as unavailable.
@@ -96,22 +98,30 @@ pub struct DbConfig {
 }
 
 /// What stands between the server and PostgreSQL: what a connection of the pool may rely on.
+/// With the `cli` feature it is the value of the server's `--pg-pooler`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum Pooler {
     /// Nothing, or a pooler that gives the server a connection for as long as it keeps its
     /// own (PgBouncer's `pool_mode = session`): sessions are the server's, so statements stay
     /// prepared and the timeouts are set once per connection.
     #[default]
+    #[cfg_attr(feature = "cli", value(help = "PostgreSQL itself, or a pooler in session mode"))]
     None,
     /// A pooler that lends a server connection for one transaction at a time (PgBouncer's
     /// `pool_mode = transaction`): nothing may outlive a transaction (see the module
     /// documentation).
+    #[cfg_attr(feature = "cli", value(help = "A pooler in transaction mode"))]
     Transaction,
     /// A pooler that lends a server connection for one transaction at a time and keeps
     /// protocol-level prepared statements across transactions (PgBouncer 1.21 or later with
     /// `max_prepared_statements` above 0): statements stay prepared and single statements
     /// pipeline on shared connections; the timeouts come from the role (see the module
     /// documentation).
+    #[cfg_attr(
+        feature = "cli",
+        value(help = "A pooler in transaction mode that keeps prepared statements across transactions")
+    )]
     TransactionPrepared,
 }
 
@@ -124,16 +134,20 @@ impl Pooler {
 }
 
 /// SQLite's `synchronous` setting: what a commit waits for before it counts as done.
+/// With the `cli` feature it is the value of the server's `--sqlite-synchronous`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum SqliteSynchronous {
     /// `FULL` (2): every commit is synced to disk (one fsync of the WAL per commit, so per
     /// batch of the [`Writer`]) before it is acknowledged: an acknowledged write survives
     /// an operating-system crash or a power loss.
     #[default]
+    #[cfg_attr(feature = "cli", value(help = "Every commit is synced to disk before it is acknowledged"))]
     Full,
     /// `NORMAL` (1): the WAL is synced only at checkpoints. A process crash loses nothing,
     /// but an operating-system crash or a power loss can roll back the last acknowledged
     /// writes (never corrupting the database).
+    #[cfg_attr(feature = "cli", value(help = "The WAL is synced at checkpoints only"))]
     Normal,
 }
 
@@ -147,7 +161,39 @@ impl SqliteSynchronous {
     }
 }
 
+impl Default for DbConfig {
+    /// SQLite in `wpds.sqlite3`, the engine's pool size, a 1.5 s wait, commits synced,
+    /// no pooler.
+    fn default() -> Self {
+        DbConfig {
+            url: Self::DEFAULT_URL.to_owned(),
+            pool_size: 0,
+            timeout: Duration::from_millis(Self::DEFAULT_TIMEOUT_MS),
+            sqlite_synchronous: SqliteSynchronous::default(),
+            pooler: Pooler::default(),
+        }
+    }
+}
+
 impl DbConfig {
+    /// The database when none is named: SQLite, in the working directory, created and
+    /// migrated on first start.
+    pub const DEFAULT_URL: &str = "sqlite://wpds.sqlite3";
+
+    /// How long a request may wait for the database in all, in milliseconds, by default:
+    /// with the rest of a request's work, a 503 comes within 2 s.
+    pub const DEFAULT_TIMEOUT_MS: u64 = 1500;
+
+    /// The pool's size: `pool_size`, or when it is 0 the engine's default (SQLite 4, whose
+    /// pool serves reads only; PostgreSQL 16).
+    pub fn connections(&self) -> u32 {
+        match (self.pool_size, self.engine()) {
+            (0, Engine::Sqlite) => 4,
+            (0, Engine::Postgres) => 16,
+            (size, _) => size,
+        }
+    }
+
     /// The engine `url` names.
     pub fn engine(&self) -> Engine {
         if self.url.starts_with("postgres://") || self.url.starts_with("postgresql://") {
@@ -363,7 +409,7 @@ impl Database {
                 })?;
                 writer = Some(Writer::start(writer_pools(path, config), config.timeout)?);
                 let readers = sqlite_pool_builder(config, SharedLog::default())
-                    .max_size(config.pool_size.max(1))
+                    .max_size(config.connections())
                     .min_idle(None);
                 Pools::Sqlite(readers.build_unchecked(ConnectionManager::new(path)))
             }
@@ -372,7 +418,7 @@ impl Database {
                 // them as requests ask, so a start-up that waits for the database, or a
                 // process that exits, has no thread of the pool inside libpq.
                 let pool = Pool::builder()
-                    .max_size(config.pool_size.max(1))
+                    .max_size(config.connections())
                     .min_idle(Some(0))
                     .connection_timeout(config.timeout)
                     .test_on_check_out(false)
@@ -534,7 +580,7 @@ impl Database {
     /// left after it, the work's lock waits (SQLite `busy_timeout`, PostgreSQL `lock_timeout`) are
     /// shortened to what is left. Behind a transaction pooler the work is one transaction
     /// that begins with its timeouts (`SET LOCAL`); elsewhere it runs as it is (a write opens
-    /// its own transaction, [`crate::db_write!`]). `Unavailable` when the deadline passes
+    /// its own transaction, `db_write!`). `Unavailable` when the deadline passes
     /// or no working connection comes in time.
     ///
     /// A connection whose work failed in the database, or that finished after `deadline`
@@ -670,7 +716,7 @@ impl Database {
     /// Runs `work` in one transaction that begins with the statement timeout and the lock
     /// wait `wait` (`SET LOCAL`, which ends with it), for a connection lent by a transaction
     /// pooler. The transaction commits whatever `work`'s outcome: what `work` would have
-    /// committed on a connection of its own (a write's transaction, [`crate::db_write!`], is
+    /// committed on a connection of its own (a write's transaction, `db_write!`, is
     /// a savepoint here and rolled back on its own when it fails; an audit entry of a refusal
     /// is written and kept) is kept. A failure to commit is the answer when `work`
     /// succeeded; else `work`'s error is.
@@ -750,8 +796,11 @@ impl Database {
         self.shared.as_ref().filter(|_| self.is_ready())
     }
 
-    /// A connection from the pool; `Unavailable` when none comes within the timeout.
-    pub fn conn(&self) -> Result<DbConn, StoreError> {
+    /// A connection from the pool; `Unavailable` when none comes within the timeout. Work
+    /// reaches it through [`Database::read`] and [`Database::write`]; tests that look at the
+    /// tables themselves take one with the `test-support` feature.
+    #[cfg_attr(feature = "test-support", visibility::make(pub))]
+    pub(crate) fn conn(&self) -> Result<DbConn, StoreError> {
         Ok(match &self.pools {
             Pools::Sqlite(pool) => DbConn::Sqlite(pool.get()?),
             Pools::Postgres(pool) => DbConn::Postgres(pool.get()?),

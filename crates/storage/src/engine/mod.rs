@@ -7,9 +7,10 @@
 //!   pooled one on the blocking threads, the SQLite writer's batch ([`Writer`]), or a shared,
 //!   pipelining PostgreSQL connection, or PostgreSQL's batch of one statement for many
 //!   writes (`work.rs` has the table);
-//! - the connections work runs on ([`DbConn`], [`StatementConn`] for one statement) and the
-//!   macros that compile a repository's diesel code once per engine ([`crate::db_run!`],
-//!   [`crate::db_write!`], [`crate::db_statement!`]);
+//! - the connections work runs on (`DbConn`, [`StatementConn`] for one statement) and the
+//!   macros that compile a repository's diesel code once per engine (`db_run!`, `db_write!`,
+//!   `db_statement!`; with the `test-support` feature, `DbConn` and the macros are public
+//!   for the tests);
 //! - the server's own secrets, provisioned with the migrations ([`secret`]);
 //! - what a batch is on both engines, and the statement a batched write's common case is
 //!   ([`BatchedStatement`]);
@@ -43,7 +44,10 @@ mod work;
 mod writer;
 
 pub use batch::{BatchObserver, BatchReport, BatchedStatement, MAX_BATCH};
+#[cfg(feature = "test-support")]
 pub use conn::DbConn;
+#[cfg(not(feature = "test-support"))]
+pub(crate) use conn::DbConn;
 pub use db::{Database, DbConfig, Engine, PoolWaitObserver, Pooler, SqliteSynchronous};
 pub use secrets::{CURSOR_SIGNING, read as secret};
 pub use shared_pg::{SharedPg, SharedState};
@@ -52,11 +56,14 @@ pub use throttled_log::ThrottledLog;
 pub use trace::in_child_span;
 pub use work::{Budget, Read, StatementFn, Write};
 pub use writer::Writer;
+#[cfg(not(feature = "test-support"))]
+pub(crate) use {conn::db_run, conn::db_write, statement::db_statement};
 
-/// What the engine's macros expand to, so that their callers (in this crate and outside)
-/// need not name it. Not for direct use.
+/// What the engine's macros expand to, so that their callers need not name it (outside this
+/// crate, the tests' with the `test-support` feature). Not for direct use.
 #[doc(hidden)]
-pub mod macro_support {
+#[cfg_attr(feature = "test-support", visibility::make(pub))]
+pub(crate) mod macro_support {
     pub use super::conn::{DbConn, in_transaction, savepoint};
     pub use super::statement::StatementConn;
     pub use {diesel, diesel_async};

@@ -3,16 +3,16 @@
 //! pipelining PostgreSQL connections ([`crate::engine::shared_pg`]).
 //!
 //! Such a repository function is an `async fn` taking a [`StatementConn`] and running its
-//! one statement through [`crate::db_statement!`], which compiles the statement once per
+//! one statement through `db_statement!`, which compiles the statement once per
 //! kind of connection. On a blocking connection the function never waits for anything but
 //! the database call itself, so [`ready`] runs it to completion on the calling thread
-//! (inside [`crate::db_run!`] or [`crate::db_write!`] work, say). On a shared connection it
+//! (inside `db_run!` or `db_write!` work, say). On a shared connection it
 //! is awaited: the statement is sent while other requests' statements are in flight on the
 //! same connection, and no thread sleeps while the database works.
 //!
 //! Only single statements belong here: a shared connection is never in a transaction, so
 //! work of several statements that must see one state, or write together, stays on a
-//! blocking connection ([`crate::db_write!`]).
+//! blocking connection (`db_write!`).
 
 use crate::engine::conn::DbConn;
 use crate::error::StoreError;
@@ -49,7 +49,7 @@ impl DbConn {
 /// Runs `$query` (an expression building a diesel query, evaluated once in the arm of the
 /// connection in use) with `RunQueryDsl::$method` (`::<$row>` when given) on `$conn` (a
 /// [`StatementConn`]); awaited on a shared connection. Use inside an `async fn`.
-#[macro_export]
+#[cfg_attr(feature = "test-support", macro_export)]
 macro_rules! db_statement {
     ($conn:expr, $query:expr, $method:ident $(::<$row:ty>)?) => {
         match $conn {
@@ -65,10 +65,8 @@ macro_rules! db_statement {
         }
     };
 }
-
-/// The crates [`crate::db_statement!`] expands to, so its callers need not name them.
-#[doc(hidden)]
-pub use {diesel, diesel_async};
+#[cfg(not(feature = "test-support"))]
+pub(crate) use db_statement;
 
 /// Runs a statement function's future on a blocking connection to its end, on this thread.
 /// Such a future never waits on anything but its (blocking) database call, so it is done

@@ -76,7 +76,7 @@ pub struct Read<T> {
 }
 
 /// Work that writes, built by a repository function. Statements that must commit together
-/// run in the write transaction it opens itself ([`crate::db_write!`]).
+/// run in the write transaction it opens itself (`db_write!`).
 pub struct Write<T> {
     /// What it does, as its span names it ([`crate::engine::trace`]).
     summary: &'static str,
@@ -209,7 +209,7 @@ impl<T: Send + 'static> Read<T> {
 }
 
 impl<T: Send + 'static> Write<T> {
-    /// A write: `work` opens its transaction with [`crate::db_write!`] where its statements
+    /// A write: `work` opens its transaction with `db_write!` where its statements
     /// must commit together (one autocommit statement, or several that need not, may run as
     /// they are: the rate-limit counters' sweep and hit).
     /// `summary`: as for [`Read::new`].
@@ -237,6 +237,20 @@ impl<T: Send + 'static> Write<T> {
 }
 
 impl Database {
+    /// Runs `read` on a pooled connection on this thread, for a one-shot command (`wpds
+    /// token issue`) or the start-up (the demo's check for an empty database), where no
+    /// request waits and no runtime runs: it waits for a connection as long as the pool's
+    /// timeout, and its statements as long as the connection's.
+    pub fn read_now<T: Send + 'static>(&self, read: Read<T>) -> Result<T, StoreError> {
+        read.plan.blocking()(&mut self.conn()?)
+    }
+
+    /// [`Database::read_now`] for a write (on SQLite too on a pooled connection: its
+    /// transaction takes the write lock itself).
+    pub fn write_now<T: Send + 'static>(&self, write: Write<T>) -> Result<T, StoreError> {
+        write.plan.blocking()(&mut self.conn()?)
+    }
+
     /// Runs `read` within what is left of `budget` (see the module documentation for
     /// which connection serves it), in its span (`trace`).
     pub async fn read<T: Send + 'static>(

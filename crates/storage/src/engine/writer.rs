@@ -11,7 +11,7 @@
 //!   is already queued (at most [`MAX_BATCH`]), then commits once and only then answers
 //!   each of them. Under load the queue is never empty, so the thread never sleeps and one
 //!   commit serves many writes (group commit); an idle server runs one job per transaction.
-//! - A job's own transaction ([`crate::db_write!`]) becomes a savepoint inside the batch,
+//! - A job's own transaction (`db_write!`) becomes a savepoint inside the batch,
 //!   so a job that fails rolls back exactly what it would have rolled back on its own; a
 //!   statement a job runs outside `db_write!` is atomic by itself, as in autocommit mode.
 //!   Every answer waits for the batch's `COMMIT`: a write is acknowledged only once it is

@@ -106,20 +106,22 @@ macro_rules! insert_pair {
 }
 
 /// Starts a login for `user_id` and issues its first pair (`wpds token issue`).
-pub fn issue(conn: &mut DbConn, user_id: i64, lifetimes: TokenLifetimes) -> Result<IssuedPair, StoreError> {
-    db_write!(conn => {
-        let exists: i64 = users::table.filter(users::id.eq(user_id)).count().get_result(conn)?;
-        if exists == 0 {
-            return Err(StoreError::NotFound(format!("user {user_id}")));
-        }
-        let now = now_millis();
-        let login: i64 = diesel::insert_into(logins::table)
-            .values((logins::user_id.eq(user_id), logins::created_at.eq(now)))
-            .returning(logins::id)
-            .get_result(conn)?;
-        let pair = new_pair(lifetimes);
-        insert_pair!(conn, login, &pair, now, lifetimes);
-        Ok(pair)
+pub fn issue(user_id: i64, lifetimes: TokenLifetimes) -> Write<IssuedPair> {
+    Write::new("SELECT users INSERT logins INSERT tokens", move |conn| {
+        db_write!(conn => {
+            let exists: i64 = users::table.filter(users::id.eq(user_id)).count().get_result(conn)?;
+            if exists == 0 {
+                return Err(StoreError::NotFound(format!("user {user_id}")));
+            }
+            let now = now_millis();
+            let login: i64 = diesel::insert_into(logins::table)
+                .values((logins::user_id.eq(user_id), logins::created_at.eq(now)))
+                .returning(logins::id)
+                .get_result(conn)?;
+            let pair = new_pair(lifetimes);
+            insert_pair!(conn, login, &pair, now, lifetimes);
+            Ok(pair)
+        })
     })
 }
 

@@ -19,6 +19,8 @@
 
 use crate::db_write;
 use crate::engine::DbConn;
+#[cfg(feature = "test-support")]
+use crate::engine::Read;
 use crate::engine::Write;
 use crate::error::{Refusal, RuleViolation, StateConflict, StoreError, VersionConflict};
 use crate::ids::SentId;
@@ -417,39 +419,46 @@ impl Settings {
 }
 
 /// The item columns configured for a product type and whether each is active, by column id
-/// (for operators and tests; the API has no read operation for it).
-pub fn column_activations(conn: &mut DbConn, product_type_id: i64) -> Result<Vec<(i64, bool)>, StoreError> {
-    let mut rows: Vec<(i64, bool)> = crate::db_run!(conn => product_type_columns::table
-        .filter(product_type_columns::product_type_id.eq(product_type_id))
-        .select((product_type_columns::item_column_id, product_type_columns::is_active))
-        .load(conn))?;
-    rows.sort_unstable();
-    Ok(rows)
+/// (for tests; the API has no read operation for it).
+#[cfg(feature = "test-support")]
+pub fn column_activations(product_type_id: i64) -> Read<Vec<(i64, bool)>> {
+    Read::new("SELECT product_type_columns", move |conn| {
+        let mut rows: Vec<(i64, bool)> = crate::db_run!(conn => product_type_columns::table
+            .filter(product_type_columns::product_type_id.eq(product_type_id))
+            .select((product_type_columns::item_column_id, product_type_columns::is_active))
+            .load(conn))?;
+        rows.sort_unstable();
+        Ok(rows)
+    })
 }
 
 /// (record id, code) rows.
+#[cfg(feature = "test-support")]
 type CodeRows = Vec<(i64, Option<String>)>;
 
 /// Every code of workspace `workspace_id`, as (holder, code): its categories by id, then its
 /// product types by id, each named as the `code_taken` rule names it (`category 3`,
-/// `product type 21`); for operators and tests (the API has no read operation for them).
-pub fn codes(conn: &mut DbConn, workspace_id: i64) -> Result<Vec<(String, Option<String>)>, StoreError> {
-    let (mut categories, mut types): (CodeRows, CodeRows) = crate::db_run!(conn => {
-        let categories = categories::table
-            .filter(categories::workspace_id.eq(workspace_id))
-            .select((categories::id, categories::code))
-            .load(conn)?;
-        let types = product_types::table
-            .filter(product_types::workspace_id.eq(workspace_id))
-            .select((product_types::id, product_types::code))
-            .load(conn)?;
-        Ok::<_, diesel::result::Error>((categories, types))
-    })?;
-    categories.sort_unstable();
-    types.sort_unstable();
-    Ok(categories
-        .into_iter()
-        .map(|(id, code)| (Holder::Category(id).to_string(), code))
-        .chain(types.into_iter().map(|(id, code)| (Holder::ProductType(id).to_string(), code)))
-        .collect())
+/// `product type 21`); for tests (the API has no read operation for them).
+#[cfg(feature = "test-support")]
+pub fn codes(workspace_id: i64) -> Read<Vec<(String, Option<String>)>> {
+    Read::new("SELECT categories product_types", move |conn| {
+        let (mut categories, mut types): (CodeRows, CodeRows) = crate::db_run!(conn => {
+            let categories = categories::table
+                .filter(categories::workspace_id.eq(workspace_id))
+                .select((categories::id, categories::code))
+                .load(conn)?;
+            let types = product_types::table
+                .filter(product_types::workspace_id.eq(workspace_id))
+                .select((product_types::id, product_types::code))
+                .load(conn)?;
+            Ok::<_, diesel::result::Error>((categories, types))
+        })?;
+        categories.sort_unstable();
+        types.sort_unstable();
+        Ok(categories
+            .into_iter()
+            .map(|(id, code)| (Holder::Category(id).to_string(), code))
+            .chain(types.into_iter().map(|(id, code)| (Holder::ProductType(id).to_string(), code)))
+            .collect())
+    })
 }

@@ -9,16 +9,18 @@
 //! `global_company:<id>`, the reason, the caller) is written in the same transaction.
 
 use crate::clock::{format_millis, now_millis};
+use crate::db_write;
 use crate::engine::DbConn;
+#[cfg(feature = "test-support")]
+use crate::engine::Read;
 use crate::engine::Write;
 use crate::error::{Refusal, StateConflict, StoreError};
 use crate::ids;
 use crate::models;
 use crate::repos::auth::{AuditEntry, AuditLog};
-use crate::schema::{audit_log, global_companies};
-use crate::{db_run, db_write};
+use crate::schema::global_companies;
 use diesel::prelude::*;
-use serde_json::{Value, json};
+use serde_json::json;
 use wpds_contract::types::GlobalCompany;
 
 impl models::GlobalCompanyRow {
@@ -119,6 +121,7 @@ fn retire_on(
 }
 
 /// One entry of the audit log, as stored.
+#[cfg(feature = "test-support")]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuditRecord {
     /// Who acted.
@@ -130,34 +133,40 @@ pub struct AuditRecord {
     /// The reason given.
     pub reason: String,
     /// Anything else kept, as JSON.
-    pub detail: Value,
+    pub detail: serde_json::Value,
     /// When (ms since the epoch).
     pub created_at: i64,
 }
 
-/// Every audit entry about `target`, oldest first.
-pub fn audit_entries_for(conn: &mut DbConn, target: &str) -> Result<Vec<AuditRecord>, StoreError> {
-    let rows: Vec<(i64, String, String, String, String, i64)> = db_run!(conn => audit_log::table
-        .filter(audit_log::target.eq(target))
-        .order(audit_log::id.asc())
-        .select((
-            audit_log::actor_user_id,
-            audit_log::action,
-            audit_log::target,
-            audit_log::reason,
-            audit_log::detail,
-            audit_log::created_at,
-        ))
-        .load(conn))?;
-    Ok(rows
-        .into_iter()
-        .map(|(actor_user_id, action, target, reason, detail, created_at)| AuditRecord {
-            actor_user_id,
-            action,
-            target,
-            reason,
-            detail: serde_json::from_str(&detail).unwrap_or(Value::String(detail)),
-            created_at,
-        })
-        .collect())
+/// Every audit entry about `target`, oldest first (for tests: the API reads no audit entry).
+#[cfg(feature = "test-support")]
+pub fn audit_entries_for(target: String) -> Read<Vec<AuditRecord>> {
+    use crate::db_run;
+    use crate::schema::audit_log;
+    use serde_json::Value;
+    Read::new("SELECT audit_log", move |conn| {
+        let rows: Vec<(i64, String, String, String, String, i64)> = db_run!(conn => audit_log::table
+            .filter(audit_log::target.eq(&target))
+            .order(audit_log::id.asc())
+            .select((
+                audit_log::actor_user_id,
+                audit_log::action,
+                audit_log::target,
+                audit_log::reason,
+                audit_log::detail,
+                audit_log::created_at,
+            ))
+            .load(conn))?;
+        Ok(rows
+            .into_iter()
+            .map(|(actor_user_id, action, target, reason, detail, created_at)| AuditRecord {
+                actor_user_id,
+                action,
+                target,
+                reason,
+                detail: serde_json::from_str(&detail).unwrap_or(Value::String(detail)),
+                created_at,
+            })
+            .collect())
+    })
 }

@@ -9,13 +9,15 @@
 //! in one transaction. A repeated reset is harmless and recorded again.
 
 use crate::clock::{current_month, now_millis};
+use crate::db_write;
 use crate::engine::DbConn;
+#[cfg(feature = "test-support")]
+use crate::engine::Read;
 use crate::engine::Write;
 use crate::error::StoreError;
 use crate::ids::SentId;
 use crate::repos::auth::{AuditEntry, AuditLog};
 use crate::schema::{credit_allowances, credit_resets, memberships, workspaces};
-use crate::{db_run, db_write};
 use diesel::prelude::*;
 use serde_json::json;
 
@@ -35,6 +37,7 @@ pub struct NewCreditReset {
 }
 
 /// One recorded reset.
+#[cfg(feature = "test-support")]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResetRecord {
     /// The cycle reset, `YYYY-MM`.
@@ -130,38 +133,38 @@ fn reset_allowance_on(conn: &mut DbConn, reset: NewCreditReset) -> Result<(), St
 }
 
 /// The credits `user_id` has used in `cycle` (`YYYY-MM`) of `workspace_id`, if an allowance
-/// row exists.
-pub fn used_credits(
-    conn: &mut DbConn,
-    workspace_id: i64,
-    user_id: i64,
-    cycle: &str,
-) -> Result<Option<i64>, StoreError> {
-    Ok(db_run!(conn => credit_allowances::table
-        .filter(credit_allowances::workspace_id.eq(workspace_id))
-        .filter(credit_allowances::user_id.eq(user_id))
-        .filter(credit_allowances::cycle.eq(cycle))
-        .select(credit_allowances::used_credits)
-        .first(conn)
-        .optional())?)
+/// row exists (for tests: the API reads no allowance).
+#[cfg(feature = "test-support")]
+pub fn used_credits(workspace_id: i64, user_id: i64, cycle: String) -> Read<Option<i64>> {
+    use crate::db_run;
+    Read::new("SELECT credit_allowances", move |conn| {
+        Ok(db_run!(conn => credit_allowances::table
+            .filter(credit_allowances::workspace_id.eq(workspace_id))
+            .filter(credit_allowances::user_id.eq(user_id))
+            .filter(credit_allowances::cycle.eq(&cycle))
+            .select(credit_allowances::used_credits)
+            .first(conn)
+            .optional())?)
+    })
 }
 
-/// Every recorded reset of `user_id`'s allowance in `workspace_id`, oldest first.
-pub fn resets_for(
-    conn: &mut DbConn,
-    workspace_id: i64,
-    user_id: i64,
-) -> Result<Vec<ResetRecord>, StoreError> {
-    let rows: Vec<(String, String, i64, i64)> = db_run!(conn => credit_resets::table
-        .filter(credit_resets::workspace_id.eq(workspace_id))
-        .filter(credit_resets::user_id.eq(user_id))
-        .order(credit_resets::id.asc())
-        .select((credit_resets::cycle, credit_resets::reason, credit_resets::reset_by, credit_resets::created_at))
-        .load(conn))?;
-    Ok(rows
-        .into_iter()
-        .map(|(cycle, reason, reset_by, created_at)| ResetRecord { cycle, reason, reset_by, created_at })
-        .collect())
+/// Every recorded reset of `user_id`'s allowance in `workspace_id`, oldest first (for tests:
+/// the API reads no reset).
+#[cfg(feature = "test-support")]
+pub fn resets_for(workspace_id: i64, user_id: i64) -> Read<Vec<ResetRecord>> {
+    use crate::db_run;
+    Read::new("SELECT credit_resets", move |conn| {
+        let rows: Vec<(String, String, i64, i64)> = db_run!(conn => credit_resets::table
+            .filter(credit_resets::workspace_id.eq(workspace_id))
+            .filter(credit_resets::user_id.eq(user_id))
+            .order(credit_resets::id.asc())
+            .select((credit_resets::cycle, credit_resets::reason, credit_resets::reset_by, credit_resets::created_at))
+            .load(conn))?;
+        Ok(rows
+            .into_iter()
+            .map(|(cycle, reason, reset_by, created_at)| ResetRecord { cycle, reason, reset_by, created_at })
+            .collect())
+    })
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@ mod plan;
 mod write;
 
 use crate::clock::now_millis;
-use crate::engine::DbConn;
+use crate::engine::Database;
 use crate::error::StoreError;
 use jsonschema::Validator;
 use serde_json::Value;
@@ -287,11 +287,12 @@ pub fn validate(fixture: &str) -> Result<(), SeedError> {
     prepare(fixture).map(|_| ())
 }
 
-/// Loads a fixture file (its text) in one transaction: everything or, on any error,
-/// nothing. Records that already exist are left as they are (see [`SeedReport`]).
-pub fn load(conn: &mut DbConn, fixture: &str) -> Result<SeedReport, SeedError> {
+/// Loads a fixture file (its text) into `db` in one transaction, on a pooled connection of
+/// this thread: everything or, on any error, nothing. Records that already exist are left
+/// as they are (see [`SeedReport`]).
+pub fn load(db: &Database, fixture: &str) -> Result<SeedReport, SeedError> {
     let mut plan = prepare(fixture)?;
-    write::run(conn, &mut plan, write::Mode::Add)
+    write::run(&mut db.conn()?, &mut plan, write::Mode::Add)
 }
 
 /// Replaces every record in the database with the file's (its text), in one transaction:
@@ -299,7 +300,7 @@ pub fn load(conn: &mut DbConn, fixture: &str) -> Result<SeedReport, SeedError> {
 /// secrets and the migrations stay. Refused ([`SeedError::Invalid`], nothing changed) when
 /// the database holds a workspace or a user the file does not have, so it never erases
 /// data that did not come from this file (`serve --demo --reset`).
-pub fn reload(conn: &mut DbConn, fixture: &str) -> Result<SeedReport, SeedError> {
+pub fn reload(db: &Database, fixture: &str) -> Result<SeedReport, SeedError> {
     let mut plan = prepare(fixture)?;
-    write::run(conn, &mut plan, write::Mode::Replace)
+    write::run(&mut db.conn()?, &mut plan, write::Mode::Replace)
 }
