@@ -176,6 +176,13 @@ impl From<r2d2::Error> for StoreError {
 /// transaction", and what a standby says of work it cannot do "during recovery"): after a
 /// failover, a connection to the node that is now a standby. The caller discards the
 /// connection that met it, so the next one goes where writes are taken.
+/// Behind PgBouncer, what it answers for a server it cannot reach or log in to: "server login
+/// has been failing, cached error: …" (for `server_login_retry` after a failed login, such as
+/// PostgreSQL's "the database system is shutting down" while a primary stops for a
+/// failover), "pgbouncer cannot connect to server", "query_wait_timeout", "no more
+/// connections allowed"; and PostgreSQL's own SQLSTATE 57P03 texts ("the database system is
+/// shutting down", "… is starting up", "… is not yet accepting connections"). Each is the
+/// database away for a while, never the request's fault.
 fn is_busy(message: &str) -> bool {
     message.contains("database is locked")
         || message.contains("database is busy")
@@ -190,6 +197,13 @@ fn is_busy(message: &str) -> bool {
         || message.contains("server closed the connection")
         || message.contains("in a read-only transaction")
         || message.contains("during recovery")
+        || message.contains("server login has been failing")
+        || message.contains("pgbouncer cannot connect to server")
+        || message.contains("query_wait_timeout")
+        || message.contains("no more connections allowed")
+        || message.contains("the database system is shutting down")
+        || message.contains("the database system is starting up")
+        || message.contains("the database system is not yet accepting connections")
 }
 
 /// PostgreSQL refuses a prepared statement whose result columns a migration changed
@@ -211,4 +225,28 @@ fn is_storage_fault(message: &str) -> bool {
         || message.contains("database or disk is full")
         || message.contains("disk I/O error")
         || message.contains("unable to open database file")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What PostgreSQL and PgBouncer answer while a primary stops, starts or is out of reach,
+    /// as the soak met them (scripts/cluster --minutes): each is the database away (503).
+    #[test]
+    fn a_database_away_for_a_failover_or_behind_a_pooler_that_cannot_reach_it_is_unavailable() {
+        for message in [
+            "server login has been failing, cached error: the database system is shutting down (server_login_retry)",
+            "pgbouncer cannot connect to server",
+            "query_wait_timeout",
+            "no more connections allowed (max_client_conn)",
+            "the database system is shutting down",
+            "the database system is starting up",
+            "the database system is not yet accepting connections",
+            "server conn crashed?",
+        ] {
+            assert!(is_busy(message), "{message}");
+        }
+        assert!(!is_busy("duplicate key value violates unique constraint \"report_exports_key\""));
+    }
 }
