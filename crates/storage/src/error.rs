@@ -179,7 +179,8 @@ impl From<r2d2::Error> for StoreError {
 /// Behind PgBouncer, what it answers for a server it cannot reach or log in to: "server login
 /// has been failing, cached error: …" (for `server_login_retry` after a failed login, such as
 /// PostgreSQL's "the database system is shutting down" while a primary stops for a
-/// failover), "pgbouncer cannot connect to server", "query_wait_timeout", "no more
+/// failover), "server connection closed" (the server connection lent to this client ended
+/// under it: a primary stopping), "pgbouncer cannot connect to server", "query_wait_timeout", "no more
 /// connections allowed"; and PostgreSQL's own SQLSTATE 57P03 texts ("the database system is
 /// shutting down", "… is starting up", "… is not yet accepting connections"). Each is the
 /// database away for a while, never the request's fault.
@@ -198,6 +199,7 @@ fn is_busy(message: &str) -> bool {
         || message.contains("in a read-only transaction")
         || message.contains("during recovery")
         || message.contains("server login has been failing")
+        || message.contains("server connection closed")
         || message.contains("pgbouncer cannot connect to server")
         || message.contains("query_wait_timeout")
         || message.contains("no more connections allowed")
@@ -244,6 +246,7 @@ mod tests {
             "the database system is starting up",
             "the database system is not yet accepting connections",
             "server conn crashed?",
+            "server connection closed",
         ] {
             assert!(is_busy(message), "{message}");
         }

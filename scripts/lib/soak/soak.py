@@ -12,6 +12,7 @@ once the primary stopped) is its recovery.
 
 import bisect
 import collections
+import gc
 import http.client
 import json
 import random
@@ -50,6 +51,10 @@ class Soak:
         self.clients += [clients.CursorWalker(f"cursor-{i}", port, token, self.stop) for i in range(walkers)]
 
     def run(self):
+        # The histories are millions of small dicts without cycles: the cyclic collector's
+        # full passes over them would pause every client thread longer and longer (the
+        # write rate of the last minute measured the collector, not the cluster).
+        gc.disable()
         steady = min(60.0, self.seconds / 6)
         started = time.monotonic()
         self.started = started
