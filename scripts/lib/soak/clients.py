@@ -52,7 +52,12 @@ class Client(threading.Thread):
             raw = response.read()
             kind = (response.getheader("Content-Type") or "").split(";")[0].strip()
             record["status"] = response.status
-            record["origin"] = "wpds" if kind in ("application/json", "application/problem+json") else "proxy"
+            # HAProxy's own answers: its 503 while no instance is ready says `Via: 1.1 haproxy`
+            # (scripts/cluster's configuration gives it the contract's shape), its others
+            # are not JSON.
+            via = (response.getheader("Via") or "").lower()
+            json_body = kind in ("application/json", "application/problem+json")
+            record["origin"] = "proxy" if "haproxy" in via or not json_body else "wpds"
             record["replayed"] = response.getheader("Idempotent-Replayed") == "true"
             retry_after = response.getheader("Retry-After")
             if record["origin"] == "wpds" and raw:
