@@ -120,16 +120,18 @@ class CellWriter(Client):
 
 
 class FreshWriter(Client):
-    """Cells written once each (dates of its own), retried until answered."""
+    """Cells written once each (dates of its own: every `stride`-th day from `days_from`, so
+    that writers with their own `days_from` in one stride never meet), retried until
+    answered."""
 
-    def __init__(self, name, port, token, stop, days_from):
+    def __init__(self, name, port, token, stop, days_from, stride):
         super().__init__(name, port, token, stop)
-        self.next_day = days_from
+        self.next_day, self.stride = days_from, stride
 
     def run(self):
         while not self.stop.is_set():
             date = (datetime.date(1900, 1, 1) + datetime.timedelta(days=self.next_day)).isoformat()
-            self.next_day += 1
+            self.next_day += self.stride
             expected = 1
             while not self.stop.is_set():
                 record, answer = self.send("setOwnTimeLogCell", "PUT", f"{WORKSPACE}/time-log/cells",

@@ -12,7 +12,6 @@ once the primary stopped) is its recovery.
 
 import bisect
 import collections
-import gc
 import http.client
 import json
 import random
@@ -45,16 +44,13 @@ class Soak:
         port = cluster.proxy_port
         self.clients = [clients.CellWriter(f"cell-{c}/{w}", port, token, self.stop, date, version)
                         for c, (date, version) in enumerate(self.cells.items()) for w in range(writers_per_cell)]
-        self.clients += [clients.FreshWriter(f"fresh-{i}", port, token, self.stop, 100_000 * (i + 1))
+        # Day 100 000 is in 2173; each writer takes every `fresh`-th day from there.
+        self.clients += [clients.FreshWriter(f"fresh-{i}", port, token, self.stop, 100_000 + i, fresh)
                          for i in range(fresh)]
         self.clients += [clients.Exporter(f"export-{i}", port, token, self.stop) for i in range(exporters)]
         self.clients += [clients.CursorWalker(f"cursor-{i}", port, token, self.stop) for i in range(walkers)]
 
     def run(self):
-        # The histories are millions of small dicts without cycles: the cyclic collector's
-        # full passes over them would pause every client thread longer and longer (the
-        # write rate of the last minute measured the collector, not the cluster).
-        gc.disable()
         steady = min(60.0, self.seconds / 6)
         started = time.monotonic()
         self.started = started
