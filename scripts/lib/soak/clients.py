@@ -1,8 +1,9 @@
 """The soak's clients: what an integration of the service runs, each keeping the history of
 every request it sent and what it was told (the records `checker.py` reads).
 
-They retry as a generated SDK would: after `Retry-After` on a 503, at once on a connection
-cut before an answer, with the same body (the same `expectedVersion`, the same
+They retry as a generated SDK would (`Client.retries`, one rule for every client): after
+`Retry-After` on a 503 or a 429, after a short pause on HAProxy's own 502 or 504, at once on a
+connection cut before an answer, with the same body (the same `expectedVersion`, the same
 `requestId`, the same cursor). Every request goes through HAProxy on a keep-alive
 connection of the client's own, and has 10 s to be answered.
 
@@ -76,7 +77,7 @@ class Client(threading.Thread):
             self.conn = None
         record["t1"] = time.monotonic()
         self.history.append(record)
-        if record["status"] == 503:
+        if record["status"] in (429, 503):
             # As an SDK does: wait what the answer says (at most 5 s), then the same request.
             try:
                 pause = min(float(retry_after), 5.0) if retry_after else 1.0
@@ -86,6 +87,16 @@ class Client(threading.Thread):
         elif record["status"] is not None and record["status"] >= 500:
             self.stop.wait(0.2)
         return record, parsed
+
+    @staticmethod
+    def retries(record):
+        """Whether an SDK sends this attempt again: a cut connection, a 429 or a 503 (the
+        contract's "try again"), and the proxy's own 502 or 504 (no instance answered). Any
+        other answer, a 500 included, is final."""
+        status = record["status"]
+        if status is None or status in (429, 503):
+            return True
+        return status in (502, 504) and record["origin"] == "proxy"
 
     def closed(self):
         if self.conn is not None:
@@ -144,7 +155,7 @@ class FreshWriter(Client):
                     # A retry after a cut that had applied: written, as the 409 says.
                     record["current"] = answer["currentVersion"]
                     break
-                if record["status"] is not None and record["status"] < 500 and record["status"] != 429:
+                if not self.retries(record):
                     break
             self.stop.wait(0.01 * (self.pace - 1))
         self.closed()
@@ -170,7 +181,7 @@ class Exporter(Client):
                 if record["status"] == 201:
                     record["body"] = answer
                     answered += 1
-                elif record["status"] is not None and record["status"] not in (429, 502, 503, 504):
+                elif not self.retries(record):
                     break
             self.stop.wait(0.2 * self.pace)
         self.closed()
@@ -194,7 +205,7 @@ class CursorWalker(Client):
                     record["next"] = cursor = answer["nextCursor"]
                     if not answer["hasMore"]:
                         break
-                elif record["status"] is not None and record["status"] not in (429, 502, 503, 504):
+                elif not self.retries(record):
                     break
             self.stop.wait(0.05 * self.pace)
         self.closed()
