@@ -10,8 +10,9 @@
 //! writers can never both succeed with the same expected version.
 //!
 //! The common case, a current write of an existing cell, is that single `UPDATE` on its
-//! own (its own implicit transaction; on PostgreSQL one `UPDATE … FROM unnest(…)` carries
-//! the current writes of every request waiting at the same moment, [`CurrentWrites`]): the
+//! own (its own implicit transaction; on PostgreSQL one call of `time_log_current_writes`, an
+//! `UPDATE … FROM unnest(…)` in a function, carries the current writes of every request
+//! waiting at the same moment, [`CurrentWrites`]): the
 //! row it matches is in the path's workspace and was created only after its project was
 //! found there, so the project rule has nothing to add. Everything else — an unknown
 //! project, hours over the limit (whose order against the project rule matters), a first
@@ -206,9 +207,14 @@ impl<'a> CurrentWrite<'a> {
 
 /// The batched form of [`CurrentWrite`], on PostgreSQL: the current writes of many cells,
 /// each at its own expected version, as one statement over arrays, in autocommit (one
-/// commit for all). Its text never varies with the number of writes, so it is prepared
-/// once per connection (a static query id, as for [`CurrentWrite`]), and behind a pooler
-/// that keeps no prepared statement it is parsed and planned once per batch. Each write's
+/// commit for all): a call of the function `time_log_current_writes`, whose `UPDATE … FROM
+/// unnest(…)` is in the migration that made it
+/// (`migrations/postgres/2026-11-29-000001_time_log_current_writes`). Its text never varies
+/// with the number of writes, so it is prepared once per connection (a static query id, as
+/// for [`CurrentWrite`]); behind a pooler that keeps no prepared statement the call is parsed
+/// and planned once per batch, and the `UPDATE` inside once per server connection (PL/pgSQL
+/// keeps its plan for the session; planning it for every batch was a third of the
+/// database's work per batch there). Each write's
 /// row comes back with its place in the arrays (`slot`, from 1); a write whose cell is not
 /// at its expected version (or does not exist) matches no row. The statement checks the
 /// version and writes the row in one step, as [`CurrentWrite`] does: two writes with one
@@ -248,13 +254,9 @@ impl<Conn> RunQueryDsl<Conn> for CurrentWrites<'_> {}
 impl CurrentWrites<'_> {
     /// The statement, with its parameters in order: the time of the change, then one array
     /// per column of the writes.
-    pub const SQL: &'static str = "UPDATE time_log_entries AS t \
-        SET hours_centi = w.hours_centi, note = w.note, billable = w.billable, version = t.version + 1, updated_at = $1 \
-        FROM unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::bigint[], $8::bigint[], $9::text[], $10::boolean[]) \
-        WITH ORDINALITY AS w(workspace_id, user_id, project_id, entry_date, phase, expected_version, hours_centi, note, billable, slot) \
-        WHERE t.user_id = w.user_id AND t.project_id = w.project_id AND t.entry_date = w.entry_date AND t.phase = w.phase \
-        AND t.workspace_id = w.workspace_id AND t.version = w.expected_version \
-        RETURNING w.slot, t.id, t.project_id, t.entry_date, t.phase, t.hours_centi, t.note, t.billable, t.version";
+    pub const SQL: &'static str = "SELECT slot, id, project_id, entry_date, phase, hours_centi, note, billable, version \
+        FROM time_log_current_writes($1, $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::bigint[], \
+        $8::bigint[], $9::text[], $10::boolean[])";
 }
 
 impl QueryFragment<Pg> for CurrentWrites<'_> {

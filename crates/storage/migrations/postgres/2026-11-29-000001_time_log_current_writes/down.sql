@@ -1,0 +1,1 @@
+DROP FUNCTION time_log_current_writes;
