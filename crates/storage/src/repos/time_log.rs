@@ -9,15 +9,14 @@
 //! NOTHING` tried. Either way the version check and the write are one statement, so two
 //! writers can never both succeed with the same expected version.
 //!
-//! The common case, a current write of an existing cell, is that single `UPDATE` on its
-//! own (its own implicit transaction; on PostgreSQL one call of `time_log_current_writes`, an
+//! The common case, a current write of an existing cell, is that single `UPDATE` on its own
+//! (its own implicit transaction; on PostgreSQL one call of `time_log_current_writes`, an
 //! `UPDATE … FROM unnest(…)` in a function, carries the current writes of every request
-//! waiting at the same moment, [`CurrentWrites`]): the
-//! row it matches is in the path's workspace and was created only after its project was
-//! found there, so the project rule has nothing to add. Everything else — an unknown
-//! project, hours over the limit (whose order against the project rule matters), a first
-//! write, a conflict — takes the full transaction, which checks the rules in the contract's
-//! order.
+//! waiting at the same moment, [`CurrentWrites`]): the row it matches is in the path's
+//! workspace and was created only after its project was found there, so the project rule
+//! has nothing to add. Everything else — an unknown project, hours over the limit (whose
+//! order against the project rule matters), a first write, a conflict — takes the full
+//! transaction, which checks the rules in the contract's order.
 
 use crate::clock::now_millis;
 use crate::engine::{BatchedStatement, DbConn, StatementConn, StatementFuture, Write};
@@ -211,14 +210,14 @@ impl<'a> CurrentWrite<'a> {
 /// unnest(…)` is in the migration that made it
 /// (`migrations/postgres/2026-11-29-000001_time_log_current_writes`). Its text never varies
 /// with the number of writes, so it is prepared once per connection (a static query id, as
-/// for [`CurrentWrite`]); behind a pooler that keeps no prepared statement the call is parsed
-/// and planned once per batch, and the `UPDATE` inside once per server connection (PL/pgSQL
-/// keeps its plan for the session; planning it for every batch was a third of the
-/// database's work per batch there). Each write's
-/// row comes back with its place in the arrays (`slot`, from 1); a write whose cell is not
-/// at its expected version (or does not exist) matches no row. The statement checks the
-/// version and writes the row in one step, as [`CurrentWrite`] does: two writes with one
-/// expected version can never both succeed, in one batch or in two.
+/// for [`CurrentWrite`]); behind a pooler that keeps no prepared statement the call is
+/// parsed and planned once per batch, and the `UPDATE` inside once per server connection
+/// (PL/pgSQL keeps its plan for the session; planning it for every batch was a third of the
+/// database's work per batch there). Each write's row comes back with its place in the
+/// arrays (`slot`, from 1); a write whose cell is not at its expected version (or does not
+/// exist) matches no row. The statement checks the version and writes the row in one step,
+/// as [`CurrentWrite`] does: two writes with one expected version can never both succeed,
+/// in one batch or in two.
 ///
 /// Public so that `scripts/bench` checks its pgbench ceiling against this statement's text
 /// ([`CurrentWrites::SQL`]).
