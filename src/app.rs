@@ -181,7 +181,7 @@ fn observe_batches(db: &Database, metrics: &Arc<Metrics>) {
         return;
     }
     let metrics = Arc::clone(metrics);
-    db.observe_batches(Box::new(move |batch| metrics.batch_committed(batch.writes)));
+    db.observe_batches(Box::new(move |batch| metrics.batch_committed(batch)));
 }
 
 /// Reaches PostgreSQL on a thread of its own, trying again for at most `wait`

@@ -14,6 +14,7 @@
 //! | `wpds_db_shared_statements_in_flight` | gauge | | statements in flight on them |
 //! | `wpds_sqlite_writer_batch_writes` | histogram | | writes per committed batch (SQLite) |
 //! | `wpds_postgres_batch_writes` | histogram | | writes per committed batch of the time-log write's one statement (PostgreSQL) |
+//! | `wpds_postgres_batch_reads` | histogram | | reads per batch of the authentication's lookups (token, membership) the cache did not answer (PostgreSQL) |
 //! | `wpds_sqlite_writer_queue_depth` | gauge | | writes waiting for the writer (SQLite) |
 //! | `wpds_auth_cache_lookups_total` | counter | `result` (`hit`, `miss`) | authentication cache lookups |
 //! | `wpds_rate_limit_refusals_total` | counter | `subject` (`user`, `address`) | 429 answers |
@@ -38,6 +39,7 @@ use prometheus::{
 };
 use std::sync::Arc;
 use std::time::Duration;
+use wpds_storage::engine::BatchReport;
 use wpds_storage::{Database, Engine};
 
 /// The status classes, indexed by the status's first digit − 1.
@@ -110,6 +112,8 @@ struct Recorders {
     /// `wpds_sqlite_writer_batch_writes` on SQLite, `wpds_postgres_batch_writes` on
     /// PostgreSQL: the engine's batches.
     batch_writes: Histogram,
+    /// `wpds_postgres_batch_reads`, on PostgreSQL: its batched reads.
+    batch_reads: Option<Histogram>,
     auth_cache: [IntCounter; 2],
     refusals: [IntCounter; 2],
     unavailable: [IntCounter; 3],
@@ -158,10 +162,17 @@ impl Metrics {
         }
     }
 
-    /// A batch of `writes` committed (the SQLite writer's, or one of PostgreSQL's batched
-    /// statement).
-    pub fn batch_committed(&self, writes: usize) {
-        self.record(|on| on.batch_writes.observe(writes as f64));
+    /// A batch committed (the SQLite writer's, or one of PostgreSQL's batched statements:
+    /// of writes or of reads).
+    pub fn batch_committed(&self, batch: BatchReport) {
+        self.record(|on| {
+            if batch.writes > 0 {
+                on.batch_writes.observe(batch.writes as f64);
+            }
+            if let (Some(reads), 1..) = (&on.batch_reads, batch.reads) {
+                reads.observe(batch.reads as f64);
+            }
+        });
     }
 
     /// A connection came from the pool after `wait`.
@@ -302,13 +313,22 @@ impl Recorders {
                 "Writes per committed batch of the time-log write's one statement over arrays.",
             ),
         };
-        let batch_writes = registered(
-            &registry,
-            Histogram::with_opts(
-                HistogramOpts::new(name, help).buckets(vec![1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0]),
+        let sizes = |name: &str, help: &str| {
+            registered(
+                &registry,
+                Histogram::with_opts(
+                    HistogramOpts::new(name, help).buckets(vec![1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0]),
+                )
+                .expect("a valid metric"),
             )
-            .expect("a valid metric"),
-        );
+        };
+        let batch_writes = sizes(name, help);
+        let batch_reads = (db.engine() == Engine::Postgres).then(|| {
+            sizes(
+                "wpds_postgres_batch_reads",
+                "Reads per batch of the authentication's one-statement lookups (token, membership) the cache did not answer.",
+            )
+        });
         let counters = |name: &str, help: &str, label: &str, values: &[&str]| -> Vec<IntCounter> {
             let vec = registered(
                 &registry,
@@ -371,6 +391,7 @@ impl Recorders {
             pool_wait,
             writer_queue,
             batch_writes,
+            batch_reads,
             auth_cache: pair(auth_cache),
             refusals: pair(refusals),
             unavailable: unavailable.try_into().expect("three values"),

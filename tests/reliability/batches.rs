@@ -187,7 +187,7 @@ fn slow_updates(database: &TestDatabase) -> PgConnection {
 }
 
 /// The pid of a backend of `database` sleeping in the trigger, once there is one.
-fn sleeping_backend(admin: &mut PgConnection, database: &TestDatabase) -> i32 {
+pub(crate) fn sleeping_backend(admin: &mut PgConnection, database: &TestDatabase) -> i32 {
     let name = TestDatabase::name_of(&database.direct_url());
     let query = format!(
         "SELECT pid FROM pg_stat_activity WHERE datname = '{name}' AND wait_event = 'PgSleep' \

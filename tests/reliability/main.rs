@@ -14,6 +14,7 @@
 
 #![allow(clippy::unwrap_used, reason = "in a test, a panic is the failure report")]
 
+mod batched_reads;
 mod batches;
 mod black_hole;
 mod crash;

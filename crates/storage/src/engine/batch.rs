@@ -1,23 +1,26 @@
-//! What a batch is, on both engines: writes that waited at the same moment, committed
-//! together, so that one commit (and, on PostgreSQL, one statement) serves many requests.
+//! What a batch is, on both engines: work that waited at the same moment, done together, so
+//! that one commit (and, on PostgreSQL, one statement) serves many requests.
 //!
 //! Each engine has its batcher: on SQLite the writer thread ([`crate::engine::writer`]),
-//! which runs any write; on PostgreSQL the batcher of the hot write's statement
-//! ([`crate::engine::pg_batcher`]), which runs a write's common case as one statement over
-//! arrays ([`BatchedStatement`]) and leaves every other case to the write's own
-//! transaction. Both answer the same questions the same way:
+//! which runs any write; on PostgreSQL the batcher of one statement's work
+//! ([`crate::engine::pg_batcher`]), which runs, as one statement over arrays
+//! ([`BatchedStatement`]), the hot write's common case (leaving every other case to the
+//! write's own transaction) and the reads of one statement that every request makes when
+//! the authentication cache does not know the answer (the token's caller, the membership).
+//! Both answer the same questions the same way:
 //!
 //! | question | SQLite writer | PostgreSQL batcher |
 //! |---|---|---|
-//! | when is a batch taken? | when its connection comes free: whatever is queued then, never after a timer or a window ([`take`]) | the same, per worker thread: when the thread's batch in flight (at most one) has answered |
-//! | how large? | at most [`MAX_BATCH`] writes | the same |
-//! | a batch of one? | one job in its own transaction | the statement for one write alone, as before writes were batched ([`statement`]) |
-//! | which writes may share it? | any: each runs as a savepoint of the batch's transaction, in the order they came | those of one statement whose records differ: a second write of a record waits for the next batch, so a record's writes apply in the order they came |
-//! | a write whose request has given up, or whose deadline has passed? | not run: refused `Unavailable` at its turn ([`admit`]) | the same |
-//! | when is a write answered? | once its batch has committed: no write is acknowledged before | the same (the statement runs in autocommit: its rows come back once it has committed) |
+//! | when is a batch taken? | when its connection comes free: whatever is queued then, never after a timer or a window ([`take`]) | the same, per worker thread and statement: when the lane's batch in flight (at most one) has answered |
+//! | how large? | at most [`MAX_BATCH`] writes | the same, writes or reads |
+//! | a batch of one? | one job in its own transaction | the statement for one alone, as before work was batched ([`statement`]) |
+//! | which work may share it? | any write: each runs as a savepoint of the batch's transaction, in the order they came | a write's: those of one statement whose records differ (a second write of a record waits for the next batch, so a record's writes apply in the order they came); a read's: any of one statement, a key asked twice answered to each ([`BatchedStatement::WRITES`]) |
+//! | work whose request has given up, or whose deadline has passed? | not run: refused `Unavailable` at its turn ([`admit`]) | the same |
+//! | when is it answered? | once its batch has committed: no write is acknowledged before | the same (the statement runs in autocommit: its rows come back once it has committed) |
 //! | a request whose deadline passes while its batch runs? | answered `Unavailable` at its deadline; its write may still commit | the same |
-//! | a batch that fails? | every write of it answers the batch's error, what it would have got alone in a transaction that failed so ([`failed`]) | the same; a batch that waited too long for a row lock (`is_lock_wait`) sends each write to its own transaction, as a write alone whose statement met the lock |
-//! | a write the batch does not settle? | — (every write runs whole) | its own transaction (conflict, first write, unknown project, out-of-range value), with today's answers |
+//! | a batch that fails? | every write of it answers the batch's error, what it would have got alone in a transaction that failed so ([`failed`]) | the same, for writes and reads; a batch that waited too long for a lock (`is_lock_wait`) sends each of its members to its own connection, as one alone whose statement met the lock |
+//! | work the batch does not settle? | — (every write runs whole) | a write's own transaction (conflict, first write, unknown project, out-of-range value), with today's answers; a read's statement settles every read |
+//! | what do the metrics count? | writes per batch | writes per batch of writes, reads per batch of reads ([`BatchReport`]) |
 
 use crate::engine::lock_wait::budget_spent;
 use crate::engine::statement::{StatementConn, StatementFuture};
@@ -48,34 +51,41 @@ pub(crate) const GENERIC_PLANS: &str = "SET plan_cache_mode = force_generic_plan
 /// ([`crate::Database::observe_batches`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchReport {
-    /// The writes it committed.
+    /// The writes it committed (none in a batch of reads).
     pub writes: usize,
+    /// The reads it answered (PostgreSQL's batched reads; none in a batch of writes).
+    pub reads: usize,
 }
 
 /// Hears of each committed batch, on the thread that ran it (keep it cheap).
 pub type BatchObserver = Box<dyn Fn(BatchReport) + Send + Sync>;
 
-/// A write's common case as one statement that carries many requests' writes at once (on
-/// PostgreSQL, one statement over arrays: parsed, planned, executed and committed once for
-/// the batch), with the same statement for one write where writes are batched otherwise
-/// (SQLite's writer). A write whose common case it is runs through
-/// [`crate::Write::batched`].
+/// Work of one statement that carries many requests' inputs at once (on PostgreSQL, one
+/// statement over arrays: parsed, planned, executed and committed once for the batch), with
+/// the same statement for one input where writes are batched otherwise (SQLite's writer)
+/// or reads are not batched (SQLite). A write's common case runs through
+/// [`crate::Write::batched`], a read through [`crate::Read::batched`].
 pub trait BatchedStatement: Send + Sync + 'static {
-    /// One request's write.
+    /// Whether the statement writes. A write's inputs of one key never share a batch (a
+    /// record's writes apply in the order they came) and its batches are reported as
+    /// writes; a read's inputs of one key may (each is answered), and its batches are
+    /// reported as reads ([`BatchReport`]).
+    const WRITES: bool;
+    /// One request's input.
     type Input: Send + Sync + 'static;
-    /// The record a write changes: two writes of one key never share a batch, and a batch's
-    /// writes are sent in key order (so two batches meeting on their records lock them in the
-    /// same order).
+    /// The record an input changes or asks for. A batch's inputs are sent in key order (so
+    /// two batches of writes meeting on their records lock them in the same order).
     type Key: Ord + Send + 'static;
-    /// What the statement answers for a write it settled.
+    /// What the statement answers for an input it settled.
     type Output: Send + 'static;
 
-    /// The record `input` changes, or `None` when the statement cannot settle it (its own
-    /// transaction answers at once).
+    /// The record `input` changes or asks for, or `None` when the statement cannot settle
+    /// it (the rest answers at once: a write's own transaction).
     fn key(input: &Self::Input) -> Option<Self::Key>;
 
-    /// The one statement over `inputs` (distinct keys, in key order), in autocommit: for
-    /// each input, in order, its answer, or `None` where the statement did not settle it.
+    /// The one statement over `inputs` (in key order; distinct keys when it writes), in
+    /// autocommit: for each input, in order, its answer, or `None` where the statement did
+    /// not settle it.
     fn many<'c>(
         conn: StatementConn<'c>,
         inputs: &'c [Self::Input],
@@ -83,15 +93,16 @@ pub trait BatchedStatement: Send + Sync + 'static {
 
     /// The statement over `input` alone, in autocommit or inside another batch (SQLite's
     /// writer's transaction): its answer, or `None` where it did not settle it. A batch of
-    /// one write runs it (`batch::statement`), so it must settle what `many` settles.
+    /// one runs it (`batch::statement`), so it must settle what `many` settles; a read's
+    /// settles every input.
     fn one<'c>(conn: StatementConn<'c>, input: &'c Self::Input) -> StatementFuture<'c, Option<Self::Output>>;
 }
 
-/// The statement of a batch of `inputs` (distinct keys, in key order): for one write, the
-/// statement for one write ([`BatchedStatement::one`]), exactly what a write alone ran before
-/// writes were batched (a client alone meets no other cost, and PostgreSQL plans the
-/// statement over arrays only for batches it carries several writes of); else the statement
-/// over arrays ([`BatchedStatement::many`]).
+/// The statement of a batch of `inputs` (in key order): for one input, the statement for
+/// one ([`BatchedStatement::one`]), exactly what one alone ran before work was batched (a
+/// client alone meets no other cost, and PostgreSQL plans the statement over arrays only
+/// for batches that carry several inputs); else the statement over arrays
+/// ([`BatchedStatement::many`]).
 pub(crate) fn statement<'c, S: BatchedStatement>(
     conn: StatementConn<'c>,
     inputs: &'c [S::Input],
@@ -115,9 +126,9 @@ pub(crate) fn failed(error: &StoreError) -> StoreError {
     error.clone()
 }
 
-/// A queued write, as [`take`] sees it.
+/// A queued write (or read), as [`take`] sees it.
 pub(crate) trait Queued {
-    /// Its record, when writes of one record may not share a batch.
+    /// Its record, when work of one record may not share a batch (a write's).
     type Key: Ord;
     /// Its record.
     fn key(&self) -> Option<&Self::Key>;
@@ -132,7 +143,8 @@ pub(crate) trait Queued {
 /// The next batch from `queue`: what is queued now, in the order it came, at most
 /// [`MAX_BATCH`], skipping a write whose request has given up (dropped unrun) or whose
 /// deadline has passed (refused, [`admit`]) and leaving a write whose record is already in
-/// the batch queued, in its place, for the next one. Empty when nothing is left to run.
+/// the batch queued, in its place, for the next one (work without a record, as reads, is
+/// never held back). Empty when nothing is left to run.
 pub(crate) fn take<Q: Queued>(queue: &mut VecDeque<Q>) -> Vec<Q> {
     let mut batch: Vec<Q> = Vec::new();
     let mut later = VecDeque::new();
@@ -170,12 +182,14 @@ mod tests {
         key: u32,
         deadline: Instant,
         abandoned: bool,
+        /// Whether work of its key may not share a batch (a write's; a read's may).
+        exclusive: bool,
     }
 
     impl Queued for Write {
         type Key = u32;
         fn key(&self) -> Option<&u32> {
-            Some(&self.key)
+            self.exclusive.then_some(&self.key)
         }
         fn deadline(&self) -> Instant {
             self.deadline
@@ -189,7 +203,7 @@ mod tests {
     }
 
     fn write(key: u32) -> Write {
-        Write { key, deadline: Instant::now() + Duration::from_secs(60), abandoned: false }
+        Write { key, deadline: Instant::now() + Duration::from_secs(60), abandoned: false, exclusive: true }
     }
 
     fn keys(writes: &[Write]) -> Vec<u32> {
@@ -204,6 +218,14 @@ mod tests {
         assert_eq!(keys(&take(&mut queue)), [1, 2]);
         assert_eq!(keys(&take(&mut queue)), [1]);
         assert!(take(&mut queue).is_empty());
+    }
+
+    #[test]
+    fn reads_of_one_key_share_a_batch() {
+        let read = |key| Write { exclusive: false, ..write(key) };
+        let mut queue: VecDeque<Write> = [1, 2, 1, 1].into_iter().map(read).collect();
+        assert_eq!(keys(&take(&mut queue)), [1, 2, 1, 1]);
+        assert!(queue.is_empty());
     }
 
     #[test]

@@ -1,17 +1,22 @@
-//! The PostgreSQL batcher: the hot write's common case, from the requests waiting at the
-//! same moment, as one statement over arrays in autocommit — parsed, planned, executed and
+//! The PostgreSQL batcher: the work of one statement from the requests waiting at the same
+//! moment, as one statement over arrays in autocommit — parsed, planned, executed and
 //! committed once for all of them ([`crate::engine::batch`] says what a batch is on both
-//! engines).
+//! engines). It carries the hot write's common case, and the reads of one statement that
+//! every request makes when the authentication cache does not know the answer.
 //!
-//! Why: on PostgreSQL each write alone is its own statement and its own commit, and the
-//! database's cost per statement (and, behind a pooler that keeps no prepared statement,
-//! its parsing and planning) is the ceiling of every instance sharing it. One statement
-//! carrying many writes costs the database little more than its executor's work on each
-//! row.
+//! Why: on PostgreSQL each statement alone costs the database its protocol round, its
+//! executor's start and, for a write, its commit (and, behind a pooler that keeps no
+//! prepared statement, its parsing and planning); that cost per statement is the ceiling of
+//! every instance sharing the database. One statement carrying many requests' work costs
+//! the database little more than its executor's work on each row.
+//!
+//! Below, "a write" stands for any work the batcher carries: a read differs only in that
+//! reads of one key may share a batch ([`crate::engine::BatchedStatement::WRITES`]), and in
+//! how its batches are reported.
 //!
 //! How:
 //! - Each worker thread has, per batched statement, a lane: a queue, and at most one batch
-//!   in flight. A write joins its thread's queue; when no batch is in flight it starts the
+//!   in flight. A write (or read) joins its thread's queue; when no batch is in flight it starts the
 //!   lane's driver, a task on the same thread, which takes whatever is queued
 //!   ([`crate::engine::batch::take`]), runs it, answers each write, and takes the next batch
 //!   at once, until the queue is empty. Nothing waits to fill a batch: a write alone is
@@ -61,8 +66,8 @@ pub(crate) struct Answered<S: BatchedStatement> {
     /// The write's input, for its own transaction when the batch did not settle it; `None`
     /// when the batch's deadline passed before it answered (every write of it has given up).
     pub input: Option<S::Input>,
-    /// How many writes its batch carried (this one included).
-    pub writes: usize,
+    /// How many its batch carried (this one included).
+    pub size: usize,
     /// The statement's answer for this write (`None`: not settled), or the batch's error.
     pub outcome: Result<Option<S::Output>, StoreError>,
 }
@@ -90,7 +95,8 @@ impl<S: BatchedStatement> Queued for Member<S> {
     type Key = S::Key;
 
     fn key(&self) -> Option<&S::Key> {
-        Some(&self.key)
+        // Reads of one key share a batch; writes of one record never do.
+        S::WRITES.then_some(&self.key)
     }
 
     fn deadline(&self) -> Instant {
@@ -102,7 +108,7 @@ impl<S: BatchedStatement> Queued for Member<S> {
     }
 
     fn refuse(self, error: StoreError) {
-        let _ = self.reply.send(Answered { input: Some(self.input), writes: 0, outcome: Err(error) });
+        let _ = self.reply.send(Answered { input: Some(self.input), size: 0, outcome: Err(error) });
     }
 }
 
@@ -225,7 +231,8 @@ where
         let committed = outcome.is_ok();
         answer(replies, inputs, writes, outcome);
         if committed && let Some(observe) = observer.get() {
-            observe(BatchReport { writes });
+            let (writes, reads) = if S::WRITES { (writes, 0) } else { (0, writes) };
+            observe(BatchReport { writes, reads });
         }
     }
 }
@@ -265,13 +272,13 @@ fn answer<S: BatchedStatement>(
         Ok(rows) => {
             for (reply, row) in replies.into_iter().zip(rows) {
                 let input = inputs.as_mut().and_then(Iterator::next);
-                let _ = reply.send(Answered { input, writes, outcome: Ok(row) });
+                let _ = reply.send(Answered { input, size: writes, outcome: Ok(row) });
             }
         }
         Err(error) => {
             for reply in replies {
                 let input = inputs.as_mut().and_then(Iterator::next);
-                let _ = reply.send(Answered { input, writes, outcome: Err(failed(&error)) });
+                let _ = reply.send(Answered { input, size: writes, outcome: Err(failed(&error)) });
             }
         }
     }

@@ -8,7 +8,7 @@
 //! | a read ([`Read::new`]) | a pooled connection, on the blocking threads | a pooled connection (behind a pooler, in one transaction, [`Database::run_until`]) | a pooled connection, in one transaction |
 //! | a read of one statement ([`Read::statement`]) | a pooled connection | a shared, pipelining connection ([`crate::engine::shared_pg`]) | a pooled connection: as it is when the role's timeouts bound it, else in a transaction ([`Database::run_statement_until`]) |
 //! | a write ([`Write::new`]) | the writer thread, batched ([`crate::engine::writer`]) | a pooled connection | a pooled connection, in one transaction |
-//! | a write whose common case is a batched statement ([`Write::batched`]) | the writer, the statement for it alone and the rest in one job | the common case in the thread's next batch ([`crate::engine::pg_batcher`]: one statement for many writes, on a shared connection), the rest (when needed) on a pooled one | the same batch on a pooled connection, as a read of one statement; the rest (when needed) in a transaction |
+//! | work of a batched statement: a write's common case ([`Write::batched`]), or a read ([`Read::batched`]) | a write: the writer, the statement for it alone and the rest in one job; a read: a pooled connection | the thread's next batch of the statement ([`crate::engine::pg_batcher`]: one statement for many requests, on a shared connection); a write's rest (when needed) on a pooled connection | the same batch on a pooled connection, as a read of one statement; a write's rest (when needed) in a transaction |
 //!
 //! What a batch is, on both engines: [`crate::engine::batch`].
 //!
@@ -92,9 +92,9 @@ enum Plan<T> {
     Blocking(Blocking<T>),
     /// One autocommit statement, which any connection can run.
     Statement(Box<dyn OneStatement<T>>),
-    /// A common case that a batched statement settles, and the rest on a connection of its
-    /// own.
-    Batched(Box<dyn BatchedWrite<T>>),
+    /// A batched statement over one input (a write's common case, or a read), and the rest
+    /// on a connection of its own.
+    Batched(Box<dyn BatchedWork<T>>),
 }
 
 /// A statement function bound to its input.
@@ -115,9 +115,9 @@ impl<I: Send + Sync, T> OneStatement<T> for Bound<I, T> {
     }
 }
 
-/// A write whose common case is a batched statement, and the rest.
-trait BatchedWrite<T>: Send {
-    /// The whole write on one blocking connection: the statement over it alone, then,
+/// Work whose common case (a read's every case) is a batched statement, and the rest.
+trait BatchedWork<T>: Send {
+    /// The whole work on one blocking connection: the statement over it alone, then,
     /// when that did not settle it, the rest.
     fn blocking(self: Box<Self>, conn: &mut DbConn) -> Result<T, StoreError>;
 
@@ -130,13 +130,13 @@ trait BatchedWrite<T>: Send {
     ) -> Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
 }
 
-/// A [`BatchedWrite`] of a batched statement and the blocking function of the rest.
+/// A [`BatchedWork`] of a batched statement and the blocking function of the rest.
 struct Staged<S: BatchedStatement> {
     input: S::Input,
     rest: fn(&mut DbConn, S::Input) -> Result<S::Output, StoreError>,
 }
 
-impl<S: BatchedStatement> BatchedWrite<S::Output> for Staged<S> {
+impl<S: BatchedStatement> BatchedWork<S::Output> for Staged<S> {
     fn blocking(self: Box<Self>, conn: &mut DbConn) -> Result<S::Output, StoreError> {
         match ready(S::one(conn.statement(), &self.input))? {
             Some(done) => Ok(done),
@@ -159,14 +159,15 @@ impl<S: BatchedStatement> BatchedWrite<S::Output> for Staged<S> {
                         |deadline| within(deadline, batcher.submit::<S, _, _>(deadline, key, input, run));
                     let answered = budget.spend(queued).await??;
                     // A write refused before its batch ran (its deadline passed) carried none.
-                    if answered.writes > 0 {
-                        crate::engine::trace::batch_writes(answered.writes);
+                    if S::WRITES && answered.size > 0 {
+                        crate::engine::trace::batch_writes(answered.size);
                     }
                     if let Some(answer) = settled(answered.outcome) {
                         return answer;
                     }
-                    // The rows the batch met locked: the rest waits for them on a pooled
-                    // connection, within what is left of the budget.
+                    // The rows (or, for a read, the table) the batch met locked: the rest
+                    // waits for them on a pooled connection, within what is left of the
+                    // budget.
                     answered.input.ok_or_else(crate::engine::lock_wait::budget_spent)?
                 }
                 _ => input,
@@ -206,6 +207,23 @@ impl<T: Send + 'static> Read<T> {
     ) -> Self {
         Read { summary, plan: Plan::Statement(Box::new(Bound { input, run })) }
     }
+
+    /// A read that is the batched statement `S` over `input` (a read's: `S::WRITES` is
+    /// false, and `S::one` settles every input). On SQLite it runs alone on a pooled
+    /// connection; on PostgreSQL `input` joins the thread's next batch of `S`
+    /// (`engine/pg_batcher.rs`), with the reads of the same statement waiting at the same
+    /// moment, and runs alone on a pooled connection only when that batch met a lock held
+    /// longer than a batch waits. (`summary`: as for [`Read::new`].)
+    pub fn batched<S: BatchedStatement<Output = T>>(summary: &'static str, input: S::Input) -> Self {
+        Read { summary, plan: Plan::Batched(Box::new(Staged::<S> { input, rest: alone::<S> })) }
+    }
+}
+
+/// A batched read's statement over `input` alone (its [`Read::batched`] rest): `Internal`
+/// if it does not settle it, which a read's statement always does.
+fn alone<S: BatchedStatement>(conn: &mut DbConn, input: S::Input) -> Result<S::Output, StoreError> {
+    ready(S::one(conn.statement(), &input))?
+        .ok_or_else(|| StoreError::Internal("a batched read's statement did not settle its read".to_owned()))
 }
 
 impl<T: Send + 'static> Write<T> {
@@ -259,7 +277,12 @@ impl Database {
         read: Read<T>,
     ) -> Result<T, StoreError> {
         let shared = self.shared().filter(|_| matches!(read.plan, Plan::Statement(_)));
-        let connection = if shared.is_some() { "shared" } else { "pool" };
+        let batched = self.batcher().is_some() && matches!(read.plan, Plan::Batched(_));
+        let connection = match (&shared, batched) {
+            (Some(_), _) => "shared",
+            (None, true) => "batch",
+            (None, false) => "pool",
+        };
         let work = async move {
             match (read.plan, shared) {
                 (Plan::Statement(statement), Some(shared)) => {
@@ -267,6 +290,7 @@ impl Database {
                         .spend(|deadline| on_shared(shared, deadline, &statement, |conn, s| s.on(conn)))
                         .await
                 }
+                (Plan::Batched(staged), _) if batched => staged.batched(self, budget).await,
                 (plan, _) => budget.spend(|deadline| self.plan_on_pool(deadline, plan)).await,
             }
         };

@@ -374,7 +374,8 @@ impl Batcher {
             (Ok(()), None) => {
                 self.conn = Some(conn);
                 self.succeeded();
-                report = self.observer.get().map(|observe| (observe, BatchReport { writes: ran.len() }));
+                report =
+                    self.observer.get().map(|observe| (observe, BatchReport { writes: ran.len(), reads: 0 }));
             }
         }
         // The observer hears of a committed batch after its writes are answered: what it

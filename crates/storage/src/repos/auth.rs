@@ -4,17 +4,21 @@
 //! their SHA-256 hashes are stored. A login is one chain of token pairs: refreshing spends
 //! the refresh token and issues a new pair on the same login; presenting a spent refresh
 //! token again revokes the whole login (reuse detection).
+//!
+//! The two reads every request makes when the server's authentication cache does not know
+//! the answer, the caller of a token and a membership, are batched statements
+//! ([`CallersOfTokens`], [`Memberships`]): on PostgreSQL the lookups waiting at the same
+//! moment are one statement (`= ANY($1)` over their keys), on SQLite each runs alone.
 
 use crate::clock::now_millis;
-use crate::engine::DbConn;
-use crate::engine::StatementConn;
-use crate::engine::{Read, Write};
+use crate::engine::{BatchedStatement, DbConn, Read, StatementConn, StatementFuture, Write};
 use crate::error::StoreError;
 use crate::schema::{audit_log, logins, memberships, tokens, users};
 use crate::{db_statement, db_write};
 use base64::Engine as _;
 use diesel::prelude::*;
 use sha2::{Digest, Sha256};
+use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
 /// Token lifetimes (the server's settings `WPDS_ACCESS_TOKEN_TTL` and
@@ -136,23 +140,73 @@ fn new_pair(lifetimes: TokenLifetimes) -> IssuedPair {
 }
 
 /// The caller an access token stands for, if it is known, unexpired and its login is not
-/// revoked. One statement ([`crate::engine::StatementConn`]).
+/// revoked. One statement, batched with the lookups waiting at the same moment
+/// ([`CallersOfTokens`]).
 pub fn authenticate(access_token: String) -> Read<Option<Caller>> {
-    Read::statement("SELECT tokens logins users", access_token, |conn, token| {
-        Box::pin(authenticate_on(conn, token))
-    })
+    Read::batched::<CallersOfTokens>("SELECT tokens logins users", hash_token(&access_token))
 }
 
-/// [`authenticate`] on `conn`.
-async fn authenticate_on(conn: StatementConn<'_>, access_token: &str) -> Result<Option<Caller>, StoreError> {
-    let hash = hash_token(access_token);
+/// The callers of access tokens, by the tokens' hashes, as a batched read
+/// ([`crate::engine::BatchedStatement`]): for several, one statement over the hashes
+/// (`token_hash = ANY($1)`); for one, the statement for it alone. A hash asked twice in a
+/// batch is answered to each. Every lookup is settled: `None` is an unknown, expired or
+/// revoked token.
+#[derive(Debug)]
+pub struct CallersOfTokens;
+
+impl BatchedStatement for CallersOfTokens {
+    const WRITES: bool = false;
+    /// The token's hash ([`hash_token`]).
+    type Input = String;
+    type Key = String;
+    type Output = Option<Caller>;
+
+    fn key(hash: &String) -> Option<String> {
+        Some(hash.clone())
+    }
+
+    fn many<'c>(
+        conn: StatementConn<'c>,
+        hashes: &'c [String],
+    ) -> StatementFuture<'c, Vec<Option<Self::Output>>> {
+        Box::pin(async move {
+            let now = now_millis();
+            let found = db_statement!(
+                conn,
+                tokens::table
+                    .inner_join(logins::table)
+                    .inner_join(users::table.on(users::id.eq(logins::user_id)))
+                    .filter(tokens::token_hash.eq_any(hashes))
+                    .filter(tokens::kind.eq(ACCESS))
+                    .filter(tokens::expires_at.gt(now))
+                    .filter(logins::revoked_at.is_null())
+                    .select((tokens::token_hash, users::id, users::is_platform_admin, tokens::expires_at)),
+                load::<(String, i64, bool, i64)>
+            )?;
+            let callers: HashMap<String, Caller> = found
+                .into_iter()
+                .map(|(hash, user_id, is_platform_admin, expires_at)| {
+                    (hash, Caller { user_id, is_platform_admin, expires_at })
+                })
+                .collect();
+            Ok(hashes.iter().map(|hash| Some(callers.get(hash).cloned())).collect())
+        })
+    }
+
+    fn one<'c>(conn: StatementConn<'c>, hash: &'c String) -> StatementFuture<'c, Option<Self::Output>> {
+        Box::pin(async move { Ok(Some(caller_of(conn, hash).await?)) })
+    }
+}
+
+/// The caller of the access token whose hash is `hash`, on `conn`.
+async fn caller_of(conn: StatementConn<'_>, hash: &str) -> Result<Option<Caller>, StoreError> {
     let now = now_millis();
     let found = db_statement!(
         conn,
         tokens::table
             .inner_join(logins::table)
             .inner_join(users::table.on(users::id.eq(logins::user_id)))
-            .filter(tokens::token_hash.eq(&hash))
+            .filter(tokens::token_hash.eq(hash))
             .filter(tokens::kind.eq(ACCESS))
             .filter(tokens::expires_at.gt(now))
             .filter(logins::revoked_at.is_null())
@@ -221,12 +275,57 @@ fn refresh_on(
     })
 }
 
-/// Whether `user_id` is a member of workspace `workspace_id`. One statement
-/// ([`crate::engine::StatementConn`]).
+/// Whether `user_id` is a member of workspace `workspace_id`. One statement, batched with
+/// the checks waiting at the same moment ([`Memberships`]).
 pub fn is_member(workspace_id: i64, user_id: i64) -> Read<bool> {
-    Read::statement("SELECT memberships", (workspace_id, user_id), |conn, &(workspace, user)| {
-        Box::pin(is_member_on(conn, workspace, user))
-    })
+    Read::batched::<Memberships>("SELECT memberships", (workspace_id, user_id))
+}
+
+/// Whether users are members of workspaces, by (workspace, user), as a batched read
+/// ([`crate::engine::BatchedStatement`]): for several, one statement over the batch's
+/// workspaces and users (`workspace_id = ANY($1) AND user_id = ANY($2)`, an index scan of
+/// the primary key), whose rows are the memberships among them (at most one per workspace
+/// and user of the batch, [`crate::engine::MAX_BATCH`] of each), each check answered from
+/// them; for one, the statement for it alone. Every check is settled.
+#[derive(Debug)]
+pub struct Memberships;
+
+impl BatchedStatement for Memberships {
+    const WRITES: bool = false;
+    /// The workspace and the user.
+    type Input = (i64, i64);
+    type Key = (i64, i64);
+    type Output = bool;
+
+    fn key(pair: &(i64, i64)) -> Option<(i64, i64)> {
+        Some(*pair)
+    }
+
+    fn many<'c>(conn: StatementConn<'c>, pairs: &'c [(i64, i64)]) -> StatementFuture<'c, Vec<Option<bool>>> {
+        Box::pin(async move {
+            let workspaces: Vec<i64> =
+                pairs.iter().map(|(w, _)| *w).collect::<BTreeSet<_>>().into_iter().collect();
+            let members: Vec<i64> =
+                pairs.iter().map(|(_, u)| *u).collect::<BTreeSet<_>>().into_iter().collect();
+            let found = db_statement!(
+                conn,
+                memberships::table
+                    .filter(memberships::workspace_id.eq_any(&workspaces))
+                    .filter(memberships::user_id.eq_any(&members))
+                    .select((memberships::workspace_id, memberships::user_id)),
+                load::<(i64, i64)>
+            )?;
+            let found: BTreeSet<(i64, i64)> = found.into_iter().collect();
+            Ok(pairs.iter().map(|pair| Some(found.contains(pair))).collect())
+        })
+    }
+
+    fn one<'c>(
+        conn: StatementConn<'c>,
+        &(workspace, user): &'c (i64, i64),
+    ) -> StatementFuture<'c, Option<bool>> {
+        Box::pin(async move { Ok(Some(is_member_on(conn, workspace, user).await?)) })
+    }
 }
 
 /// [`is_member`] on `conn`.

@@ -352,6 +352,7 @@ pub fn set_cell(write: CellChange) -> Write<TimeLogEntry> {
 pub struct CurrentCellWrites;
 
 impl BatchedStatement for CurrentCellWrites {
+    const WRITES: bool = true;
     type Input = CellChange;
     /// The cell: user, project, date, phase.
     type Key = (i64, i64, String, &'static str);
