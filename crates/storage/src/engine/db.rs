@@ -499,8 +499,8 @@ impl Database {
     }
 
     /// Behind a transaction pooler: whether the role's timeouts bound statements within the
-    /// server's (`crate::engine::role_timeouts`). When they do, a unit of work that is one
-    /// statement runs as it is ([`Database::run_statement_until`]); when they do not, behind
+    /// server's (`crate::engine::role_timeouts`). When they do, a batched statement runs as
+    /// it is ([`Database::run_batch_until`]); when they do not, behind
     /// a pooler that keeps prepared statements the server refuses to start (`Internal`,
     /// saying what to run: its shared connections' statements would have no bound), and
     /// behind one that keeps none each unit stays a transaction that sets its own, which
@@ -594,25 +594,14 @@ impl Database {
         self.run_as(deadline, Unit::Work, self.timeout, work)
     }
 
-    /// [`Database::run_until`] for work that is one statement (`Read::statement`, a write's
-    /// first statement): behind a transaction pooler whose role bounds statements
-    /// ([`Database::read_role_timeouts`]) it runs as it is, in its own implicit transaction,
-    /// one round trip instead of three, waiting for a lock as long as the role's
-    /// `lock_timeout` (a lock wait then leaves the connection pooled). Elsewhere it is any
-    /// work.
-    pub(crate) fn run_statement_until<T>(
-        &self,
-        deadline: Instant,
-        work: impl FnOnce(&mut DbConn) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        self.run_as(deadline, self.statement_unit(), self.timeout, work)
-    }
-
-    /// [`Database::run_statement_until`] for a batched statement
-    /// ([`crate::engine::pg_batcher`]), which waits for a row lock [`LOCK_WAIT`] at most
-    /// (as the role's `lock_timeout` has it behind a pooler whose role bounds statements):
-    /// a row held elsewhere holds up every write of the batch, each of which then waits for
-    /// it on its own, within its own budget.
+    /// [`Database::run_until`] for a batched statement ([`crate::engine::pg_batcher`]),
+    /// where there are no shared connections: behind a transaction pooler whose role bounds
+    /// statements ([`Database::read_role_timeouts`]) it runs as it is, in its own implicit
+    /// transaction, one round trip instead of three (a lock wait then leaves the connection
+    /// pooled); elsewhere it is any work. It waits for a lock [`LOCK_WAIT`] at most (as the
+    /// role's `lock_timeout` has it behind a pooler whose role bounds statements): a row held
+    /// elsewhere holds up every write of the batch, each of which then waits for it on its
+    /// own, within its own budget.
     pub(crate) fn run_batch_until<T>(
         &self,
         deadline: Instant,

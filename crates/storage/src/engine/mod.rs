@@ -4,16 +4,16 @@
 //!
 //! - [`Database`] (opened from a [`DbConfig`]), which runs a repository's [`Read`] or
 //!   [`Write`] within a request's [`Budget`] and decides which connection serves it: a
-//!   pooled one on the blocking threads, the SQLite writer's batch ([`Writer`]), or a shared,
-//!   pipelining PostgreSQL connection, or PostgreSQL's batch of one statement for many
-//!   writes (`work.rs` has the table);
+//!   pooled one on the blocking threads, the SQLite writer's batch ([`Writer`]), or
+//!   PostgreSQL's batch of one statement for many requests' writes or reads, on a shared,
+//!   pipelining connection (`work.rs` has the table);
 //! - the connections work runs on (`DbConn`, [`StatementConn`] for one statement) and the
 //!   macros that compile a repository's diesel code once per engine (`db_run!`, `db_write!`,
 //!   `db_statement!`; with the `test-support` feature, `DbConn` and the macros are public
 //!   for the tests);
 //! - the server's own secrets, provisioned with the migrations ([`secret`]);
-//! - what a batch is on both engines, and the statement a batched write's common case is
-//!   ([`BatchedStatement`]);
+//! - what a batch is on both engines, and the statement a batched write's common case or a
+//!   batched read is ([`BatchedStatement`]);
 //! - what the server observes: the batches ([`BatchReport`]), the shared
 //!   connections' state ([`SharedState`]), the spans of database calls ([`in_child_span`]),
 //!   a log line that repeats at most every few seconds ([`ThrottledLog`]).
@@ -54,7 +54,7 @@ pub use shared_pg::{SharedPg, SharedState};
 pub use statement::{StatementConn, StatementFuture};
 pub use throttled_log::ThrottledLog;
 pub use trace::in_child_span;
-pub use work::{Budget, Read, StatementFn, Write};
+pub use work::{Budget, Read, Write};
 pub use writer::Writer;
 #[cfg(not(feature = "test-support"))]
 pub(crate) use {conn::db_run, conn::db_write, statement::db_statement};

@@ -1,5 +1,6 @@
 //! Shared, pipelining PostgreSQL connections for single statements (the server's hot
-//! path: token lookup, membership, the time-log write).
+//! path: the batches of token lookups, membership checks and time-log writes, each batch
+//! one statement, [`crate::engine::pg_batcher`]).
 //!
 //! Why: a blocking connection costs a thread's sleep and wake-up per statement, and a
 //! request holds its connection for the whole round trip; pgbench, and any async peer,

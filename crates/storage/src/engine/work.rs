@@ -6,9 +6,8 @@
 //! | work | SQLite | PostgreSQL, or behind a pooler that keeps prepared statements | PostgreSQL behind a transaction pooler that keeps none |
 //! |---|---|---|---|
 //! | a read ([`Read::new`]) | a pooled connection, on the blocking threads | a pooled connection (behind a pooler, in one transaction, [`Database::run_until`]) | a pooled connection, in one transaction |
-//! | a read of one statement ([`Read::statement`]) | a pooled connection | a shared, pipelining connection ([`crate::engine::shared_pg`]) | a pooled connection: as it is when the role's timeouts bound it, else in a transaction ([`Database::run_statement_until`]) |
 //! | a write ([`Write::new`]) | the writer thread, batched ([`crate::engine::writer`]) | a pooled connection | a pooled connection, in one transaction |
-//! | work of a batched statement: a write's common case ([`Write::batched`]), or a read ([`Read::batched`]) | a write: the writer, the statement for it alone and the rest in one job; a read: a pooled connection | the thread's next batch of the statement ([`crate::engine::pg_batcher`]: one statement for many requests, on a shared connection); a write's rest (when needed) on a pooled connection | the same batch on a pooled connection, as a read of one statement; a write's rest (when needed) in a transaction |
+//! | work of a batched statement: a write's common case ([`Write::batched`]), or a read ([`Read::batched`]) | a write: the writer, the statement for it alone and the rest in one job; a read: a pooled connection | the thread's next batch of the statement ([`crate::engine::pg_batcher`]: one statement for many requests, on a shared, pipelining connection, [`crate::engine::shared_pg`]); a write's rest (when needed) on a pooled connection | the same batch on a pooled connection: as it is when the role's timeouts bound it, else in a transaction ([`Database::run_batch_until`]); a write's rest (when needed) in a transaction |
 //!
 //! What a batch is, on both engines: [`crate::engine::batch`].
 //!
@@ -26,18 +25,13 @@
 use crate::engine::batch::{BatchedStatement, statement};
 use crate::engine::conn::DbConn;
 use crate::engine::db::Database;
-use crate::engine::shared_pg::SharedPg;
-use crate::engine::statement::{StatementConn, StatementFuture, ready};
+use crate::engine::statement::ready;
 use crate::error::StoreError;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-
-/// A statement function over its input: `|conn, input| Box::pin(function(conn, input))`, for
-/// a repository `async fn` that runs one statement (`statement`).
-pub type StatementFn<I, T> = for<'c> fn(StatementConn<'c>, &'c I) -> StatementFuture<'c, T>;
 
 /// One request's time for the database, spent by each call by the time it took.
 #[derive(Debug)]
@@ -90,29 +84,9 @@ type Blocking<T> = Box<dyn FnOnce(&mut DbConn) -> Result<T, StoreError> + Send>;
 enum Plan<T> {
     /// Statements on a connection of its own.
     Blocking(Blocking<T>),
-    /// One autocommit statement, which any connection can run.
-    Statement(Box<dyn OneStatement<T>>),
     /// A batched statement over one input (a write's common case, or a read), and the rest
     /// on a connection of its own.
     Batched(Box<dyn BatchedWork<T>>),
-}
-
-/// A statement function bound to its input.
-trait OneStatement<T>: Send + Sync {
-    /// The statement's future on `conn`.
-    fn on<'c>(&'c self, conn: StatementConn<'c>) -> StatementFuture<'c, T>;
-}
-
-/// A statement function and its input.
-struct Bound<I, T> {
-    input: I,
-    run: StatementFn<I, T>,
-}
-
-impl<I: Send + Sync, T> OneStatement<T> for Bound<I, T> {
-    fn on<'c>(&'c self, conn: StatementConn<'c>) -> StatementFuture<'c, T> {
-        (self.run)(conn, &self.input)
-    }
 }
 
 /// Work whose common case (a read's every case) is a batched statement, and the rest.
@@ -182,7 +156,6 @@ impl<T: Send + 'static> Plan<T> {
     fn blocking(self) -> impl FnOnce(&mut DbConn) -> Result<T, StoreError> + Send + 'static {
         move |conn: &mut DbConn| match self {
             Plan::Blocking(work) => work(conn),
-            Plan::Statement(statement) => ready(statement.on(conn.statement())),
             Plan::Batched(staged) => staged.blocking(conn),
         }
     }
@@ -197,15 +170,6 @@ impl<T: Send + 'static> Read<T> {
         work: impl FnOnce(&mut DbConn) -> Result<T, StoreError> + Send + 'static,
     ) -> Self {
         Read { summary, plan: Plan::Blocking(Box::new(work)) }
-    }
-
-    /// A read that is the one statement `run` over `input` (`summary`: as for [`Read::new`]).
-    pub fn statement<I: Send + Sync + 'static>(
-        summary: &'static str,
-        input: I,
-        run: StatementFn<I, T>,
-    ) -> Self {
-        Read { summary, plan: Plan::Statement(Box::new(Bound { input, run })) }
     }
 
     /// A read that is the batched statement `S` over `input` (a read's: `S::WRITES` is
@@ -276,22 +240,12 @@ impl Database {
         budget: &Budget,
         read: Read<T>,
     ) -> Result<T, StoreError> {
-        let shared = self.shared().filter(|_| matches!(read.plan, Plan::Statement(_)));
         let batched = self.batcher().is_some() && matches!(read.plan, Plan::Batched(_));
-        let connection = match (&shared, batched) {
-            (Some(_), _) => "shared",
-            (None, true) => "batch",
-            (None, false) => "pool",
-        };
+        let connection = if batched { "batch" } else { "pool" };
         let work = async move {
-            match (read.plan, shared) {
-                (Plan::Statement(statement), Some(shared)) => {
-                    budget
-                        .spend(|deadline| on_shared(shared, deadline, &statement, |conn, s| s.on(conn)))
-                        .await
-                }
-                (Plan::Batched(staged), _) if batched => staged.batched(self, budget).await,
-                (plan, _) => budget.spend(|deadline| self.plan_on_pool(deadline, plan)).await,
+            match read.plan {
+                Plan::Batched(staged) if batched => staged.batched(self, budget).await,
+                plan => budget.spend(|deadline| self.plan_on_pool(deadline, plan)).await,
             }
         };
         self.traced(read.summary, connection, work).await
@@ -345,9 +299,7 @@ impl Database {
         }
     }
 
-    /// Runs `plan` on pooled connections on a blocking thread, until `deadline` at most: a
-    /// statement as one ([`Database::run_statement_until`]: behind a transaction pooler
-    /// whose role bounds statements, without a transaction of its own); any other work as
+    /// Runs `plan` on a pooled connection on a blocking thread, until `deadline` at most, as
     /// one unit.
     async fn plan_on_pool<T: Send + 'static>(
         self: &Arc<Self>,
@@ -357,9 +309,6 @@ impl Database {
         let db = Arc::clone(self);
         self.on_blocking(deadline, move || match plan {
             Plan::Blocking(work) => db.run_until(deadline, work),
-            Plan::Statement(statement) => {
-                db.run_statement_until(deadline, |conn| ready(statement.on(conn.statement())))
-            }
             Plan::Batched(staged) => db.run_until(deadline, move |conn| staged.blocking(conn)),
         })
         .await
@@ -425,18 +374,6 @@ impl Database {
             Err(late) => Err(late),
         }
     }
-}
-
-/// Runs `work` over `input` on a shared PostgreSQL connection until `deadline` at most. At
-/// the deadline the statement is dropped, which takes its connection out of use
-/// ([`crate::engine::shared_pg`]).
-async fn on_shared<I, T>(
-    shared: &SharedPg,
-    deadline: Instant,
-    input: &I,
-    work: StatementFn<I, T>,
-) -> Result<T, StoreError> {
-    within(deadline, shared.run(input, work)).await?
 }
 
 /// The answer a batched write's statement ([`Write::batched`]) settled: its result, or its
