@@ -17,7 +17,7 @@
 //! so every lookup waits in one lane and a request sent while a batch runs goes into the
 //! next one.
 
-use crate::batches::sleeping_backend;
+use crate::batches::{sample, sleeping_backend};
 use crate::database::TestDatabase;
 use crate::harness::{
     Answer, Seeded, Server, agent, cell, free_port, issue_token, machine_to_itself, put_cell, race,
@@ -40,11 +40,6 @@ const CACHE_OFF: [(&str, &str); 2] = [("WPDS_AUTH_CACHE_TTL_MS", "0"), ("WPDS_WO
 /// `version_conflict`, a user of another workspace 403, and an unknown token 401.
 fn probe(base: &str, token: &str) -> Answer {
     put_cell(&agent(), base, token, &cell("2025-05-01", "0", "probe", 1_000_000_000)).expect("an answer")
-}
-
-/// The value of the sample `series` in a Prometheus text exposition.
-fn sample(text: &str, series: &str) -> Option<f64> {
-    text.lines().find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.trim().parse().ok())
 }
 
 #[test]

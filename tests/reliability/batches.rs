@@ -95,7 +95,7 @@ fn client(id: usize, base: &str, token: &str, start: &Barrier) -> Vec<(usize, Se
 }
 
 /// The value of the sample `series` in a Prometheus text exposition.
-fn sample(text: &str, series: &str) -> Option<f64> {
+pub(crate) fn sample(text: &str, series: &str) -> Option<f64> {
     text.lines().find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.trim().parse().ok())
 }
 
