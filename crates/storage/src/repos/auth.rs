@@ -173,14 +173,12 @@ impl BatchedStatement for CallersOfTokens {
             let now = now_millis();
             let found = db_statement!(
                 conn,
-                tokens::table
-                    .inner_join(logins::table)
-                    .inner_join(users::table.on(users::id.eq(logins::user_id)))
-                    .filter(tokens::token_hash.eq_any(hashes))
-                    .filter(tokens::kind.eq(ACCESS))
-                    .filter(tokens::expires_at.gt(now))
-                    .filter(logins::revoked_at.is_null())
-                    .select((tokens::token_hash, users::id, users::is_platform_admin, tokens::expires_at)),
+                live_access_tokens(now).filter(tokens::token_hash.eq_any(hashes)).select((
+                    tokens::token_hash,
+                    users::id,
+                    users::is_platform_admin,
+                    tokens::expires_at
+                )),
                 load::<(String, i64, bool, i64)>
             )?;
             let callers: HashMap<String, Caller> = found
@@ -198,19 +196,29 @@ impl BatchedStatement for CallersOfTokens {
     }
 }
 
+/// The access tokens usable at `now` (unexpired, their login not revoked), joined to their
+/// logins and users: what both lookups of a token's caller ask of, by one hash or several.
+#[diesel::dsl::auto_type]
+fn live_access_tokens(now: i64) -> _ {
+    let access: &'static str = ACCESS;
+    tokens::table
+        .inner_join(logins::table)
+        .inner_join(users::table.on(users::id.eq(logins::user_id)))
+        .filter(tokens::kind.eq(access))
+        .filter(tokens::expires_at.gt(now))
+        .filter(logins::revoked_at.is_null())
+}
+
 /// The caller of the access token whose hash is `hash`, on `conn`.
 async fn caller_of(conn: StatementConn<'_>, hash: &str) -> Result<Option<Caller>, StoreError> {
     let now = now_millis();
     let found = db_statement!(
         conn,
-        tokens::table
-            .inner_join(logins::table)
-            .inner_join(users::table.on(users::id.eq(logins::user_id)))
-            .filter(tokens::token_hash.eq(hash))
-            .filter(tokens::kind.eq(ACCESS))
-            .filter(tokens::expires_at.gt(now))
-            .filter(logins::revoked_at.is_null())
-            .select((users::id, users::is_platform_admin, tokens::expires_at)),
+        live_access_tokens(now).filter(tokens::token_hash.eq(hash)).select((
+            users::id,
+            users::is_platform_admin,
+            tokens::expires_at
+        )),
         first::<(i64, bool, i64)>
     )
     .optional()?;
