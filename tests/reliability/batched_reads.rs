@@ -17,7 +17,7 @@
 //! so every lookup waits in one lane and a request sent while a batch runs goes into the
 //! next one.
 
-use crate::batches::{sample, sleeping_backend};
+use crate::batches::{end_the_second_batch_mid_statement, sample};
 use crate::database::TestDatabase;
 use crate::harness::{
     Answer, Seeded, Server, agent, cell, free_port, issue_token, machine_to_itself, put_cell, race,
@@ -125,21 +125,10 @@ fn a_batch_of_lookups_ended_mid_statement(end: &str) {
 
     // Act: the first request's lookup sleeps; the four sent meanwhile queue behind it and
     // form the next batch, which sleeps too and is ended there.
-    let (first, rest) = std::thread::scope(|scope| {
-        let first = scope.spawn(|| probe(&server.base, &tokens[0]));
-        sleeping_backend(&mut admin, &seeded.database);
-        let rest: Vec<_> = tokens[1..]
-            .iter()
-            .map(|token| {
-                let base = &server.base;
-                scope.spawn(move || probe(base, token))
-            })
-            .collect();
-        let first = first.join().expect("the first request");
-        let pid = sleeping_backend(&mut admin, &seeded.database);
-        admin.batch_execute(&format!("SELECT {end}({pid})")).expect("the statement is ended");
-        (first, rest.into_iter().map(|r| r.join().expect("a queued request")).collect::<Vec<_>>())
-    });
+    let (first, rest) =
+        end_the_second_batch_mid_statement(&mut admin, &seeded.database, end, tokens.len(), |i| {
+            probe(&server.base, &tokens[i])
+        });
 
     // Assert: the first lookup passed; the ended batch answered each request 503; with the
     // pause lifted, the same server answers each of those callers.

@@ -187,7 +187,7 @@ fn slow_updates(database: &TestDatabase) -> PgConnection {
 }
 
 /// The pid of a backend of `database` sleeping in the trigger, once there is one.
-pub(crate) fn sleeping_backend(admin: &mut PgConnection, database: &TestDatabase) -> i32 {
+fn sleeping_backend(admin: &mut PgConnection, database: &TestDatabase) -> i32 {
     let name = TestDatabase::name_of(&database.direct_url());
     let query = format!(
         "SELECT pid FROM pg_stat_activity WHERE datname = '{name}' AND wait_event = 'PgSleep' \
@@ -203,6 +203,31 @@ pub(crate) fn sleeping_backend(admin: &mut PgConnection, database: &TestDatabase
         pid.is_some()
     });
     pid.expect("a sleeping backend")
+}
+
+/// Sends `count` requests so that the second batch is ended mid-statement, and returns
+/// their answers (the first, then the rest in order). `send(0)` goes alone and its batch
+/// sleeps (the test's database pauses it: `sleeping_backend` finds it); `send(1..count)`
+/// go meanwhile, queue behind it and form the next batch, which must sleep too. Once the
+/// first is answered, that batch's backend is ended with `end` (`pg_terminate_backend`
+/// or `pg_cancel_backend`), and the queued requests are joined.
+pub(crate) fn end_the_second_batch_mid_statement<T: Send>(
+    admin: &mut PgConnection,
+    database: &TestDatabase,
+    end: &str,
+    count: usize,
+    send: impl Fn(usize) -> T + Sync,
+) -> (T, Vec<T>) {
+    std::thread::scope(|scope| {
+        let send = &send;
+        let first = scope.spawn(move || send(0));
+        sleeping_backend(admin, database);
+        let rest: Vec<_> = (1..count).map(|i| scope.spawn(move || send(i))).collect();
+        let first = first.join().expect("the first request");
+        let pid = sleeping_backend(admin, database);
+        admin.batch_execute(&format!("SELECT {end}({pid})")).expect("the statement is ended");
+        (first, rest.into_iter().map(|r| r.join().expect("a queued request")).collect())
+    })
 }
 
 /// Five cells written once (version 2) through `server`.
@@ -229,23 +254,11 @@ fn a_batch_ended_mid_statement(end: &str) {
     };
 
     // Act: the first write's batch sleeps; the four sent meanwhile queue behind it and form
-    // the next batch, which sleeps too (its second cell is slow) and is ended there.
-    let (first, rest) = std::thread::scope(|scope| {
-        let first = scope.spawn(|| write(&dates[0], "slow"));
-        sleeping_backend(&mut admin, &seeded.database);
-        let rest: Vec<_> = dates[1..]
-            .iter()
-            .enumerate()
-            .map(|(i, date)| {
-                let write = &write;
-                scope.spawn(move || write(date, if i == 0 { "slow" } else { "queued" }))
-            })
-            .collect();
-        let first = first.join().expect("the first write");
-        let pid = sleeping_backend(&mut admin, &seeded.database);
-        admin.batch_execute(&format!("SELECT {end}({pid})")).expect("the statement is ended");
-        (first, rest.into_iter().map(|w| w.join().expect("a queued write")).collect::<Vec<_>>())
-    });
+    // the next batch, which sleeps too (its first cell is slow) and is ended there.
+    let (first, rest) =
+        end_the_second_batch_mid_statement(&mut admin, &seeded.database, end, dates.len(), |i| {
+            write(&dates[i], if i <= 1 { "slow" } else { "queued" })
+        });
 
     // Assert: the first batch committed; the ended one answered each write 503 and wrote
     // nothing; the same server then writes each of those cells at the version it kept.
