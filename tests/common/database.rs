@@ -3,7 +3,10 @@
 //!
 //! `TEST_DATABASE_URL` unset (or not PostgreSQL): a new SQLite file in the temp directory.
 //! `TEST_DATABASE_URL=postgres://…/DB`: a new database on that server, created with the
-//! URL's credentials. Either is removed when the [`TestDatabase`] is dropped.
+//! URL's credentials. Either is removed when the [`TestDatabase`] is dropped: the file at
+//! once, the database by the process's [`Reaper`], off the test's path (`DROP DATABASE`
+//! costs PostgreSQL a checkpoint), over a direct connection to the server
+//! (`TEST_DATABASE_DIRECT_URL`, when `TEST_DATABASE_URL` leads through a pooler).
 //! `WPDS_PG_POOLER=transaction` (or `transaction-prepared`) says `TEST_DATABASE_URL` leads
 //! through a transaction pooler (PgBouncer): servers started by the tests inherit it, and
 //! [`pooler`] tells the in-process ones. Behind one that keeps prepared statements the
@@ -31,6 +34,10 @@
 
 use diesel::{Connection, RunQueryDsl};
 
+#[path = "reaper.rs"]
+mod reaper;
+use reaper::Reaper;
+
 /// One test's own database; removed on drop.
 pub struct TestDatabase {
     /// The URL a server (or `wpds` command) uses to reach it.
@@ -41,7 +48,12 @@ pub struct TestDatabase {
 /// What to clean up when the test ends.
 enum Scratch {
     SqliteFile(std::path::PathBuf),
-    PostgresDatabase { admin_url: String, name: String },
+    /// Handed to the [`Reaper`] when the test ends: dropped off the test's path.
+    PostgresDatabase {
+        admin_url: String,
+        name: String,
+        reaper: &'static Reaper,
+    },
 }
 
 impl TestDatabase {
@@ -92,7 +104,8 @@ impl TestDatabase {
     /// A new database on the PostgreSQL server of `admin_url`, a copy of `template` if given
     /// (made on the server itself: `CREATE DATABASE` over a pooler reaches it too).
     fn on_postgres_from(admin_url: String, template: Option<&str>) -> Self {
-        let name = format!("wpds_test_{}", uuid::Uuid::new_v4().simple());
+        let reaper = Reaper::of(&direct_url(&admin_url));
+        let name = reaper.name();
         let mut admin = diesel::PgConnection::establish(&admin_url).expect("TEST_DATABASE_URL is reachable");
         let from = template.map(|t| format!(" TEMPLATE {t}")).unwrap_or_default();
         diesel::sql_query(format!("CREATE DATABASE {name}{from}"))
@@ -100,7 +113,7 @@ impl TestDatabase {
             .expect("create a test database");
         let database = TestDatabase {
             url: database_url(&admin_url, &name),
-            scratch: Scratch::PostgresDatabase { admin_url, name },
+            scratch: Scratch::PostgresDatabase { admin_url, name, reaper },
         };
         database.bound_statements(ROLE_STATEMENT_TIMEOUT);
         database
@@ -113,7 +126,7 @@ impl TestDatabase {
     /// connection reads them when it opens: call it before any server reached the database.
     /// Nothing to do in any other run.
     pub fn bound_statements(&self, statement: std::time::Duration) {
-        let Scratch::PostgresDatabase { admin_url, name } = &self.scratch else { return };
+        let Scratch::PostgresDatabase { admin_url, name, .. } = &self.scratch else { return };
         if pooler() == wpds_storage::Pooler::TransactionPrepared {
             set_role_timeouts(admin_url, name, statement);
         }
@@ -123,7 +136,7 @@ impl TestDatabase {
     /// `TEST_DATABASE_URL` leads through a pooler); its URL for SQLite.
     pub fn direct_url(&self) -> String {
         match &self.scratch {
-            Scratch::PostgresDatabase { admin_url, name } => database_url(&direct_url(admin_url), name),
+            Scratch::PostgresDatabase { admin_url, name, .. } => database_url(&direct_url(admin_url), name),
             Scratch::SqliteFile(_) => self.url.clone(),
         }
     }
@@ -316,18 +329,13 @@ pub fn pooler() -> wpds_storage::Pooler {
 
 impl Drop for TestDatabase {
     fn drop(&mut self) {
-        match &self.scratch {
+        match &mut self.scratch {
             Scratch::SqliteFile(path) => {
                 for suffix in ["", "-wal", "-shm"] {
                     let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
                 }
             }
-            Scratch::PostgresDatabase { admin_url, name } => {
-                if let Ok(mut admin) = diesel::PgConnection::establish(admin_url) {
-                    let _ = diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                        .execute(&mut admin);
-                }
-            }
+            Scratch::PostgresDatabase { name, reaper, .. } => reaper.bury(std::mem::take(name)),
         }
     }
 }
