@@ -4,7 +4,7 @@
 //! checkpointer forgets the dropped files before their OIDs can be reused): about 0.1 s on a
 //! quiet server and over a second beside a build, which every test used to wait for as it
 //! ended (`tests/api` makes two hundred databases). Here a test hands its database to the
-//! [`Reaper`] and goes on; the reaper's thread drops what is handed to it, several at once,
+//! [`Reaper`] and goes on; the reaper's threads drop what is handed to it, several at once,
 //! so that their checkpoints are shared (a checkpoint requested while one runs is served by
 //! the next, whoever asked).
 //!
@@ -25,8 +25,13 @@ use std::time::{Duration, Instant};
 /// the rest to the next process's sweep.
 pub const DRAIN_LIMIT: Duration = Duration::from_secs(60);
 
-/// How many databases the reaper drops at once (each over its own connection).
-const AT_ONCE: usize = 8;
+/// How many databases may be handed over and not yet dropped: a test that would hand over
+/// one more waits. Also how many the reaper drops at once, each from a thread of its own.
+///
+/// The bound keeps the checkpoints short. A database waiting to be dropped keeps the pages
+/// its copy dirtied (its 9 MB, through shared buffers), and every checkpoint writes them out:
+/// unbounded, beside a build, checkpoints took 30–60 s and the backlog grew to 200.
+const BACKLOG: usize = 8;
 
 /// Drops the test databases of one PostgreSQL server in the background (see the module's
 /// documentation).
@@ -68,10 +73,12 @@ impl Reaper {
                 queue: Mutex::new(Queue { waiting: orphans, dropping: 0 }),
                 changed: Condvar::new(),
             };
-            std::thread::Builder::new()
-                .name("test-database-reaper".into())
-                .spawn(|| REAPER.wait().run())
-                .expect("the reaper's thread starts");
+            for _ in 0..BACKLOG {
+                std::thread::Builder::new()
+                    .name("test-database-reaper".into())
+                    .spawn(|| REAPER.wait().run())
+                    .expect("the reaper's thread starts");
+            }
             // SAFETY: registers a function of no arguments that does not unwind: its waits are
             // bounded, and it writes to stderr without panicking.
             let registered = unsafe { libc::atexit(drain_at_exit) };
@@ -88,45 +95,60 @@ impl Reaper {
     }
 
     /// Hands the database `name` over to be dropped.
+    /// Waits while [`BACKLOG`] databases are already waiting or being dropped.
     pub fn bury(&self, name: String) {
-        self.queue.lock().expect("the reaper's queue").waiting.push(name);
+        let mut queue = self.queue.lock().expect("the reaper's queue");
+        while queue.waiting.len() + queue.dropping >= BACKLOG {
+            queue = self.changed.wait(queue).expect("the reaper's queue");
+        }
+        queue.waiting.push(name);
+        drop(queue);
         self.changed.notify_all();
     }
 
-    /// The reaper's thread: takes what is queued, up to [`AT_ONCE`], and drops it at once.
+    /// One of the reaper's [`BACKLOG`] threads: drops what is queued, one database at a time
+    /// over its own connection. The threads do not wait for one another: a drop handed over
+    /// while a checkpoint runs asks for the next one with every other drop that came
+    /// meanwhile, so one checkpoint serves them all.
     fn run(&self) {
+        let mut admin = None;
         loop {
-            let batch = {
+            let name = {
                 let mut queue = self.queue.lock().expect("the reaper's queue");
-                while queue.waiting.is_empty() {
+                loop {
+                    if let Some(name) = queue.waiting.pop() {
+                        queue.dropping += 1;
+                        break name;
+                    }
                     queue = self.changed.wait(queue).expect("the reaper's queue");
                 }
-                let from = queue.waiting.len().saturating_sub(AT_ONCE);
-                let batch = queue.waiting.split_off(from);
-                queue.dropping = batch.len();
-                batch
             };
-            std::thread::scope(|scope| {
-                for name in &batch {
-                    scope.spawn(|| self.drop_database(name));
-                }
-            });
-            self.queue.lock().expect("the reaper's queue").dropping = 0;
+            if let Err(why) = self.drop_database(&mut admin, &name) {
+                admin = None;
+                // To stderr itself: eprintln! would write into the output the test harness
+                // captured for the test that started the reaper, long since reported.
+                use std::io::Write;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "test database {name} is not dropped ({why}): the next test process sweeps it"
+                );
+            }
+            self.queue.lock().expect("the reaper's queue").dropping -= 1;
             self.changed.notify_all();
         }
     }
 
-    /// Drops `name`, ending its sessions (a server the test left running, a pooler's).
-    fn drop_database(&self, name: &str) {
-        let dropped =
-            PgConnection::establish(&self.server).map_err(|e| e.to_string()).and_then(|mut admin| {
-                diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                    .execute(&mut admin)
-                    .map_err(|e| e.to_string())
-            });
-        if let Err(why) = dropped {
-            eprintln!("test database {name} is not dropped ({why}): the next test process sweeps it");
-        }
+    /// Drops `name` over `admin` (connected first if need be), ending its sessions (a server
+    /// the test left running, a pooler's).
+    fn drop_database(&self, admin: &mut Option<PgConnection>, name: &str) -> Result<(), String> {
+        let admin = match admin {
+            Some(admin) => admin,
+            None => admin.insert(PgConnection::establish(&self.server).map_err(|e| e.to_string())?),
+        };
+        diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+            .execute(admin)
+            .map(drop)
+            .map_err(|e| e.to_string())
     }
 
     /// Waits until nothing is queued or being dropped, at most `limit`; how many databases
