@@ -48,7 +48,7 @@ impl Application {
     /// system (`actix_web::rt::System`), as the workers need one; the error says what
     /// failed, for the one line `wpds serve` prints before exiting 1.
     pub async fn build(config: &ServeConfig) -> Result<Application, String> {
-        let db_config = config.database.db_config();
+        let db_config = config.db_config();
         let wait = Duration::from_secs(config.db_wait_seconds);
         let waits = db_config.engine() == Engine::Postgres && !config.demo && !wait.is_zero();
         let opened = if waits { Database::build(&db_config) } else { Database::open(&db_config) };
@@ -61,10 +61,11 @@ impl Application {
         }
         let demo = if config.demo { Some(demo::load(&db, config.reset)?) } else { None };
         let db = Arc::new(db);
+        let draining = Arc::<std::sync::atomic::AtomicBool>::default();
         let metrics = match config.metrics_bind {
             Some(_) => {
                 let operations: Vec<_> = OPERATIONS.iter().map(|op| (op.id, op.statuses)).collect();
-                let metrics = Arc::new(Metrics::new(Arc::clone(&db), &operations));
+                let metrics = Arc::new(Metrics::new(Arc::clone(&db), &operations, Arc::clone(&draining)));
                 let waits = Arc::clone(&metrics);
                 db.observe_pool_waits(Box::new(move |wait| waits.pool_waited(wait)));
                 metrics
@@ -80,7 +81,7 @@ impl Application {
                 config.trusted_proxies.clone(),
             )),
             auth_cache: Arc::new(AuthCache::new(config.auth_cache_ttl())),
-            draining: Default::default(),
+            draining,
             metrics: Arc::clone(&metrics),
             db,
         };
@@ -200,7 +201,7 @@ fn reach_in_background(
                 Ok(())
             }
             Err(e) => Err(format!(
-                "the database was not reached within {} s of start-up (WPDS_DB_WAIT_SECONDS): {e}",
+                "the database was not ready within {} s of start-up (WPDS_DB_WAIT_SECONDS): {e}",
                 wait.as_secs()
             )),
         };

@@ -50,6 +50,7 @@ impl DatabaseArgs {
             timeout: Duration::from_millis(self.db_timeout_ms),
             sqlite_synchronous: self.sqlite_synchronous,
             pooler: self.pg_pooler,
+            migrate: true,
         }
     }
 }
@@ -176,9 +177,20 @@ pub struct ServeConfig {
     #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
     pub otlp_endpoint: Option<String>,
 
+    /// Whether start-up applies pending migrations. `false` leaves them to `wpds migrate`,
+    /// run as a step of its own (a Kubernetes Job, a compose service the instances wait
+    /// for): the server then refuses a schema that lacks a migration it needs, naming them
+    /// (on PostgreSQL it waits for them within WPDS_DB_WAIT_SECONDS, `/readyz` answering
+    /// 503 meanwhile).
+    #[arg(long, env = "WPDS_MIGRATE", default_value_t = true, action = clap::ArgAction::Set)]
+    pub migrate: bool,
+
     /// Load the bundled demo workspace into an empty database and print working tokens and
-    /// the Swagger UI address; access tokens (printed and refreshed) then live 24 hours.
-    #[arg(long)]
+    /// the Swagger UI address; access tokens (printed and refreshed) then live 24 hours,
+    /// and `POST /demo/tokens` hands out a fresh set as JSON (for a client team's CI, where
+    /// the server is a service container). Never on a server that holds real data: anyone
+    /// who reaches it gets an administrator's token.
+    #[arg(long, env = "WPDS_DEMO")]
     pub demo: bool,
 
     /// With --demo: empty the database and load the demo workspace again, with fresh
@@ -186,6 +198,47 @@ pub struct ServeConfig {
     /// holds a workspace or user the demo does not have.
     #[arg(long, requires = "demo")]
     pub reset: bool,
+}
+
+/// The settings that hold a secret, with the flag that can also give one: each may be
+/// read from the file `NAME_FILE` names instead ([`secrets_from_files`]).
+const SECRET_SETTINGS: [(&str, Option<&str>); 3] = [
+    ("DATABASE_URL", Some("--database-url")),
+    ("OTEL_EXPORTER_OTLP_HEADERS", None),
+    ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", None),
+];
+
+/// The secret settings given as files, as container platforms mount secrets
+/// (`DATABASE_URL_FILE=/run/secrets/database-url`): each `(NAME, value)` to set in the
+/// environment before the command line is read, the file's text without its final line
+/// break. `env` reads a variable, `args` is the command line. A setting given both as a
+/// file and as its variable or flag is an error, and so is a file that cannot be read or
+/// is empty; the error names the variables and the file, never a value.
+pub fn secrets_from_files(
+    env: impl Fn(&str) -> Option<String>,
+    args: &[String],
+) -> Result<Vec<(&'static str, String)>, String> {
+    let mut found = Vec::new();
+    for (name, flag) in SECRET_SETTINGS {
+        let file_setting = format!("{name}_FILE");
+        let Some(path) = env(&file_setting) else { continue };
+        if env(name).is_some() {
+            return Err(format!("{name} and {file_setting} are both set: give the setting one way"));
+        }
+        if let Some(flag) = flag
+            && args.iter().any(|arg| arg == flag || arg.starts_with(&format!("{flag}=")))
+        {
+            return Err(format!("{flag} and {file_setting} are both given: give the setting one way"));
+        }
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{file_setting}: cannot read {path}: {e}"))?;
+        let value = text.strip_suffix('\n').map(|t| t.strip_suffix('\r').unwrap_or(t)).unwrap_or(&text);
+        if value.trim().is_empty() {
+            return Err(format!("{file_setting}: {path} is empty"));
+        }
+        found.push((name, value.to_owned()));
+    }
+    Ok(found)
 }
 
 /// `wpds serve`'s settings as a command line of their own, to read their defaults.
@@ -208,6 +261,11 @@ impl Default for ServeConfig {
 }
 
 impl ServeConfig {
+    /// The storage layer's settings, migrating at start-up or not ([`ServeConfig::migrate`]).
+    pub fn db_config(&self) -> DbConfig {
+        DbConfig { migrate: self.migrate, ..self.database.db_config() }
+    }
+
     /// How long the authentication cache may serve an answer.
     pub fn auth_cache_ttl(&self) -> Duration {
         Duration::from_millis(self.auth_cache_ttl_ms)
@@ -327,6 +385,47 @@ mod tests {
     }
 
     #[test]
+    fn a_secret_setting_is_read_from_the_file_its_file_variable_names() {
+        let dir = std::env::temp_dir().join(format!("wpds-secret-files-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("database-url");
+        std::fs::write(&file, "postgres://app:s3cr3t@db/wpds\n").unwrap();
+        let path = file.display().to_string();
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            let path = path.clone();
+            move |name: &str| {
+                (name == "DATABASE_URL_FILE")
+                    .then(|| path.clone())
+                    .or_else(|| vars.iter().find(|(n, _)| *n == name).map(|(_, v)| (*v).to_owned()))
+            }
+        };
+        let args = |a: &[&str]| a.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+
+        assert_eq!(
+            secrets_from_files(env(&[]), &args(&["wpds", "serve"])).unwrap(),
+            [("DATABASE_URL", "postgres://app:s3cr3t@db/wpds".to_owned())]
+        );
+        let both = secrets_from_files(env(&[("DATABASE_URL", "sqlite://x")]), &args(&["wpds", "serve"]));
+        assert_eq!(
+            both.unwrap_err(),
+            "DATABASE_URL and DATABASE_URL_FILE are both set: give the setting one way"
+        );
+        for flag in [&["--database-url", "sqlite://x"][..], &["--database-url=sqlite://x"]] {
+            let given = secrets_from_files(env(&[]), &args(&[&["wpds", "serve"], flag].concat()));
+            assert!(given.unwrap_err().starts_with("--database-url and DATABASE_URL_FILE are both given"));
+        }
+
+        std::fs::write(&file, "\n").unwrap();
+        let empty = secrets_from_files(env(&[]), &args(&["wpds"])).unwrap_err();
+        assert!(empty.ends_with("is empty") && !empty.contains("s3cr3t"), "{empty}");
+        std::fs::remove_file(&file).unwrap();
+        let missing = secrets_from_files(env(&[]), &args(&["wpds"])).unwrap_err();
+        assert!(missing.starts_with("DATABASE_URL_FILE: cannot read "), "{missing}");
+        assert_eq!(secrets_from_files(|_| None, &args(&["wpds"])).unwrap(), []);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn passwords_in_urls_are_redacted() {
         assert_eq!(redact("postgres://app:s3cr3t@db:5432/wpds"), "postgres://app:***@db:5432/wpds");
         assert_eq!(
@@ -354,11 +453,12 @@ mod tests {
                 "--database-url",
                 "postgres://a:b@h/d",
                 "--demo",
+                "--reset",
             ])
             .unwrap();
         assert_eq!(
             non_default_settings(&command, &matches),
-            ["WPDS_BIND=0.0.0.0:9000", "DATABASE_URL=postgres://a:***@h/d", "--demo=true"]
+            ["WPDS_BIND=0.0.0.0:9000", "DATABASE_URL=postgres://a:***@h/d", "WPDS_DEMO=true", "--reset=true"]
         );
     }
 }

@@ -30,9 +30,13 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the HTTP server (migrates the database first; Swagger UI at /docs/).
-    Serve(ServeConfig),
-    /// Apply pending database migrations.
+    Serve(Box<ServeConfig>),
+    /// Apply pending database migrations (or, with --check, list them).
     Migrate {
+        /// Apply nothing: list the migrations the database lacks and exit 1 if there is one
+        /// (a deployment's gate before instances that run with WPDS_MIGRATE=false).
+        #[arg(long)]
+        check: bool,
         #[command(flatten)]
         database: DatabaseArgs,
     },
@@ -81,6 +85,18 @@ enum TokenCommand {
 }
 
 fn main() -> ExitCode {
+    // Secrets mounted as files (`DATABASE_URL_FILE`, …) become their variables before the
+    // command line is read, so clap and the OpenTelemetry SDK read them as any setting.
+    let args: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
+    match wpds::config::secrets_from_files(|name| std::env::var(name).ok(), &args) {
+        // SAFETY: nothing else runs yet: no thread has been started, so none reads the
+        // environment while it is written.
+        Ok(found) => found.into_iter().for_each(|(name, value)| unsafe { std::env::set_var(name, value) }),
+        Err(message) => {
+            eprintln!("wpds: {message}");
+            return ExitCode::FAILURE;
+        }
+    }
     let matches = Cli::command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let (log, format) = match &cli.command {
@@ -95,10 +111,11 @@ fn main() -> ExitCode {
             let serve_command = command.find_subcommand("serve").expect("serve is a subcommand");
             let serve_matches = matches.subcommand_matches("serve").expect("serve was given");
             let settings = wpds::config::non_default_settings(serve_command, serve_matches);
-            serve(config, &settings)
+            serve(*config, &settings)
         }
         Command::Healthcheck(args) => return healthcheck(&args),
-        Command::Migrate { database } => migrate(&database),
+        Command::Migrate { check: false, database } => migrate(&database),
+        Command::Migrate { check: true, database } => check_migrations(&database),
         Command::Seed { file, database } => load_fixture(&file, &database),
         Command::Token { command: TokenCommand::Issue { user, database, tokens } } => {
             issue_token(&user, &database, &tokens)
@@ -138,6 +155,24 @@ fn migrate(database: &DatabaseArgs) -> Result<(), String> {
         println!("applied {} migration(s): {}", applied.len(), applied.join(", "));
     }
     Ok(())
+}
+
+/// `wpds migrate --check`: the pending migrations, one a line, and `Err` while there is
+/// one; a schema newer than this build is said, and is no failure.
+fn check_migrations(database: &DatabaseArgs) -> Result<(), String> {
+    let db = Database::connect(&one_shot(database).db_config()).map_err(|e| e.to_string())?;
+    let status = db.migration_status().map_err(|e| e.to_string())?;
+    for version in &status.unknown {
+        println!("applied, unknown to this build (the schema is newer): {version}");
+    }
+    if status.pending.is_empty() {
+        println!("the database is up to date");
+        return Ok(());
+    }
+    for name in &status.pending {
+        println!("pending: {name}");
+    }
+    Err(format!("{} migration(s) pending: run `wpds migrate`", status.pending.len()))
 }
 
 fn load_fixture(file: &std::path::Path, database: &DatabaseArgs) -> Result<(), String> {
@@ -192,7 +227,10 @@ fn serve(config: ServeConfig, settings: &[String]) -> Result<(), String> {
         let address = browser_address(app.address());
         if let Some(loaded) = app.demo() {
             let banner = Banner { json: config.log_format == wpds::logging::LogFormat::Json };
-            demo_banner(&app, loaded, &address, &banner)?;
+            let tokens = demo::tokens::Tokens::issue(app.state())
+                .await
+                .map_err(|e| format!("cannot issue the demo's tokens: {e:?}"))?;
+            demo_banner(loaded, &tokens, &address, &banner);
         }
         if let Some(at) = app.metrics_address() {
             log::info!("metrics at http://{at}/metrics");
@@ -281,12 +319,7 @@ impl Banner {
 /// an administrator, and a refresh token of a login of its own, so that trying
 /// `refreshToken` (twice: the second answers 401 and revokes its login) never revokes the
 /// pasted tokens.
-fn demo_banner(
-    app: &Application,
-    loaded: &demo::Loaded,
-    address: &str,
-    banner: &Banner,
-) -> Result<(), String> {
+fn demo_banner(loaded: &demo::Loaded, tokens: &demo::tokens::Tokens, address: &str, banner: &Banner) {
     match loaded {
         demo::Loaded::Loaded(report) => banner.say(
             &format!("Loaded the demo workspace: {report}"),
@@ -304,11 +337,6 @@ fn demo_banner(
             &[],
         ),
     }
-    let state = app.state();
-    let issue = |user| state.db.write_now(auth::issue(user, state.lifetimes)).map_err(|e| e.to_string());
-    let member = issue(demo::MEMBER)?;
-    let admin = issue(demo::ADMIN)?;
-    let refresh = issue(demo::MEMBER)?;
     let docs = format!("http://{address}/docs/");
     let member_id = demo::MEMBER.to_string();
     let admin_id = demo::ADMIN.to_string();
@@ -318,29 +346,31 @@ fn demo_banner(
         &[("url", docs.as_str().into())],
     );
     banner.say(
-        &format!("Access token of user {member_id} (member of workspace 1): {}", member.access_token),
+        &format!("Access token of user {member_id} (member of workspace 1): {}", tokens.member_token),
         "access token of a member of workspace 1",
-        &[("userId", member_id.as_str().into()), ("accessToken", member.access_token.as_str().into())],
+        &[("userId", member_id.as_str().into()), ("accessToken", tokens.member_token.as_str().into())],
     );
     banner.say(
-        &format!("Access token of user {admin_id} (platform administrator): {}", admin.access_token),
+        &format!("Access token of user {admin_id} (platform administrator): {}", tokens.admin_token),
         "access token of a platform administrator",
-        &[("userId", admin_id.as_str().into()), ("accessToken", admin.access_token.as_str().into())],
+        &[("userId", admin_id.as_str().into()), ("accessToken", tokens.admin_token.as_str().into())],
     );
     banner.say(
-        &format!("Refresh token of user {member_id}: {}", refresh.refresh_token),
+        &format!("Refresh token of user {member_id}: {}", tokens.refresh_token),
         "refresh token of a login of its own (spending it twice revokes only that login)",
-        &[("userId", member_id.as_str().into()), ("refreshToken", refresh.refresh_token.as_str().into())],
+        &[("userId", member_id.as_str().into()), ("refreshToken", tokens.refresh_token.as_str().into())],
     );
+    let fresh = format!("http://{address}/demo/tokens");
     banner.say(
         &format!(
             "  (a login of its own: spending it twice revokes only that login, never the access tokens above)\n\
              Demo access tokens, printed and refreshed alike, live {} s (24 hours; 15 minutes outside the demo);\n\
-             POST /v1/auth/refresh with the refresh token for a new pair; `serve --demo --reset` starts the demo afresh.\n",
-            member.expires_in
+             POST /v1/auth/refresh with the refresh token for a new pair; `serve --demo --reset` starts the demo afresh;\n\
+             POST {fresh} answers a fresh set as JSON (for CI).\n",
+            tokens.expires_in
         ),
-        "demo access tokens live 24 hours; POST /v1/auth/refresh with the refresh token for a new pair",
-        &[("expiresIn", member.expires_in.into())],
+        "demo access tokens live 24 hours; POST /v1/auth/refresh with the refresh token for a new pair; \
+         POST /demo/tokens answers a fresh set as JSON",
+        &[("expiresIn", tokens.expires_in.into()), ("tokensUrl", fresh.as_str().into())],
     );
-    Ok(())
 }

@@ -20,6 +20,7 @@
 //! | `wpds_rate_limit_refusals_total` | counter | `subject` (`user`, `address`) | 429 answers |
 //! | `wpds_unavailable_responses_total` | counter | `cause` (`database`, `body_memory`, `draining`) | 503 answers |
 //! | `wpds_tracing_spans_total` | counter | `outcome` (`ended`, `exported`, `failed`) | spans handed to the exporter's queue, accepted by the collector, and in posts that failed (`ended − exported − failed` were dropped by a full queue, or are still queued) |
+//! | `wpds_draining` | gauge | | 1 while the server drains for a shutdown (`/readyz` answers 503), else 0 |
 //! | `wpds_build_info` | gauge (1) | `version`, `contract_version`, `engine` | what runs |
 //! | `process_*` | | | CPU, memory, descriptors (the client library's process collector) |
 //!
@@ -38,6 +39,7 @@ use prometheus::{
     Registry, TextEncoder,
 };
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use wpds_storage::engine::BatchReport;
 use wpds_storage::{Database, Engine};
@@ -120,6 +122,8 @@ struct Recorders {
     /// `wpds_tracing_spans_total` by outcome, caught up with the tracer's counts at each
     /// scrape (locked: two scrapes at once must not both add the same spans).
     spans: std::sync::Mutex<[IntCounter; 3]>,
+    /// `wpds_draining`, read from the server's flag at each scrape.
+    draining: (IntGauge, Arc<AtomicBool>),
     db: Arc<Database>,
 }
 
@@ -145,9 +149,13 @@ impl Metrics {
     /// the statuses the document declares for each, in the order of the operation table);
     /// registers the build info and the process collector (the SQLite writer's batches are
     /// reported through [`Metrics::batch_committed`], the pool's waits through
-    /// [`Metrics::pool_waited`]).
-    pub fn new(db: Arc<Database>, operations: &[(&'static str, &'static [u16])]) -> Self {
-        Metrics { on: Some(Box::new(Recorders::new(db, operations))) }
+    /// [`Metrics::pool_waited`]); `draining` is the server's flag of a drain for a shutdown.
+    pub fn new(
+        db: Arc<Database>,
+        operations: &[(&'static str, &'static [u16])],
+        draining: Arc<AtomicBool>,
+    ) -> Self {
+        Metrics { on: Some(Box::new(Recorders::new(db, operations, draining))) }
     }
 
     /// Whether the metrics are recorded (and served).
@@ -214,7 +222,11 @@ impl Metrics {
 }
 
 impl Recorders {
-    fn new(db: Arc<Database>, operations: &[(&'static str, &'static [u16])]) -> Self {
+    fn new(
+        db: Arc<Database>,
+        operations: &[(&'static str, &'static [u16])],
+        draining: Arc<AtomicBool>,
+    ) -> Self {
         let registry = Registry::new();
         let requests = registered(
             &registry,
@@ -377,6 +389,14 @@ impl Recorders {
         };
         let contract = wpds_contract::document::parsed()["info"]["version"].as_str().unwrap_or("unknown");
         build_info.with_label_values(&[env!("CARGO_PKG_VERSION"), contract, engine]).set(1);
+        let drain_gauge = registered(
+            &registry,
+            IntGauge::new(
+                "wpds_draining",
+                "1 while the server drains for a shutdown (its readiness answers 503), else 0.",
+            )
+            .expect("a valid metric"),
+        );
         let _ = registry.register(Box::new(prometheus::process_collector::ProcessCollector::for_self()));
         let pair = |v: Vec<IntCounter>| -> [IntCounter; 2] { v.try_into().expect("two values") };
         Recorders {
@@ -396,6 +416,7 @@ impl Recorders {
             refusals: pair(refusals),
             unavailable: unavailable.try_into().expect("three values"),
             spans: std::sync::Mutex::new(spans.try_into().expect("three values")),
+            draining: (drain_gauge, draining),
             db,
         }
     }
@@ -423,6 +444,7 @@ impl Recorders {
         self.pool_connections.with_label_values(&["idle"]).set(i64::from(idle));
         self.pool_connections.with_label_values(&["in_use"]).set(i64::from(open.saturating_sub(idle)));
         self.pool_max.set(i64::from(most));
+        self.draining.0.set(i64::from(self.draining.1.load(Ordering::Relaxed)));
         if let (Some(gauges), Some(shared)) = (&self.shared, self.db.shared()) {
             let state = shared.state();
             let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);

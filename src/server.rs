@@ -35,6 +35,7 @@ pub fn start(
         draining: state.draining.clone(),
     };
     let cors_origins = config.cors_origins.clone();
+    let demo = config.demo;
     let mut server = HttpServer::new(move || {
         App::new()
             .app_data(contract.clone())
@@ -51,6 +52,11 @@ pub fn start(
             .configure(health::configure)
             .configure(docs::configure)
             .configure(conformance::configure)
+            .configure(|cfg| {
+                if demo {
+                    crate::demo::tokens::configure(cfg);
+                }
+            })
             .configure(operations::configure::<Service>)
             .default_service(web::to(endpoint::no_route))
     })

@@ -1,7 +1,8 @@
 //! `wpds serve --demo` as a person trying the README's first hour meets it, run as a real
 //! process on either engine: the banner's tokens, a refresh token that never revokes them,
-//! `--demo --reset` for a second go, its refusal on a database holding other data, and a
-//! banner of JSON lines when the log is JSON.
+//! `--demo --reset` for a second go, its refusal on a database holding other data, a
+//! banner of JSON lines when the log is JSON, and the tokens a client team's CI takes from
+//! `POST /demo/tokens` when the image runs as a service container (`WPDS_DEMO=true`).
 
 use crate::database::TestDatabase;
 use serde_json::{Value, json};
@@ -231,4 +232,66 @@ fn with_json_logs_the_demo_writes_nothing_but_json_lines_and_its_tokens_as_field
     assert!(banner.iter().any(|l| l["refreshToken"].is_string()), "{banner:?}");
     let bound = base.trim_start_matches("http://");
     assert!(log.contains(&format!("\"listening on {bound} ")), "{log}");
+}
+
+/// `POST /demo/tokens` on `base`: its status, `Cache-Control` and body.
+fn demo_tokens(base: &str) -> (u16, Option<String>, Value) {
+    let mut answer = agent().post(format!("{base}/demo/tokens")).send_empty().expect("an answer");
+    let cache = answer.headers().get("cache-control").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let body = answer.body_mut().read_json().unwrap_or(Value::Null);
+    (answer.status().as_u16(), cache, body)
+}
+
+#[test]
+fn a_ci_service_container_takes_fresh_tokens_from_post_demo_tokens_each_working_as_named() {
+    // Arrange: the demo as a CI system's service container runs it: a variable, no argument.
+    let database = TestDatabase::fresh();
+    let demo = Demo::start(&database.url, &[], &[("WPDS_DEMO", "true")], LAST_TEXT_LINE);
+
+    // Act: the recipe's one request, twice.
+    let (status, cache, tokens) = demo_tokens(&demo.base);
+    let (_, _, again) = demo_tokens(&demo.base);
+    let token =
+        |name: &str| tokens[name].as_str().unwrap_or_else(|| panic!("no {name} in {tokens}")).to_owned();
+    let credit_reset = |token: &str| {
+        agent()
+            .post(format!("{}/admin/api/assistant/workspaces/1/credit-resets", demo.base))
+            .header("authorization", format!("Bearer {token}"))
+            .send_json(json!({"userId": "5", "cycle": "current", "reason": "CI"}))
+            .expect("an answer")
+            .status()
+            .as_u16()
+    };
+
+    // Assert: a fresh set each time, never cached, each token the user its name says.
+    assert_eq!(status, 200, "{tokens}");
+    assert_eq!(cache.as_deref(), Some("no-store"));
+    assert_eq!(tokens["expiresIn"], 86_400);
+    assert_ne!(tokens["memberToken"], again["memberToken"], "each call issues new logins");
+    assert_eq!(first_write(&demo.base, &token("outsiderToken")), 403, "user 7 is outside workspace 1");
+    assert_eq!(first_write(&demo.base, &token("memberToken")), 200);
+    assert_eq!(credit_reset(&token("memberToken")), 403, "the member is no administrator");
+    assert_eq!(credit_reset(&token("adminToken")), 200);
+    // The refresh token is a login of its own: its reuse revokes no token beside it.
+    assert_eq!(refresh(&demo.base, &token("refreshToken")), 200);
+    assert_eq!(refresh(&demo.base, &token("refreshToken")), 401);
+    assert_eq!(first_write(&demo.base, &token("memberToken")), 409, "the member's token still works");
+}
+
+#[test]
+fn outside_the_demo_there_is_no_route_to_tokens_and_in_it_only_post() {
+    // Arrange: a server without the demo, and the demo.
+    let app = crate::support::spawn_app();
+    let database = TestDatabase::fresh();
+    let demo = Demo::start(&database.url, &["--demo"], &[], LAST_TEXT_LINE);
+
+    // Act
+    let (outside, _, problem) = demo_tokens(&app.base);
+    let get = agent().get(format!("{}/demo/tokens", demo.base)).call().expect("an answer");
+
+    // Assert: 404 without the demo; 405 naming POST for another method in it.
+    assert_eq!(outside, 404, "{problem}");
+    assert_eq!(problem["code"], "not_found");
+    assert_eq!(get.status(), 405);
+    assert_eq!(get.headers().get("allow").and_then(|v| v.to_str().ok()), Some("POST"));
 }

@@ -27,6 +27,7 @@ mod failure_statuses;
 mod hostile_input;
 mod http_errors;
 mod imports;
+mod migration_step;
 mod precedence;
 mod problem_snapshots;
 mod published_document;

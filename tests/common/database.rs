@@ -218,6 +218,7 @@ fn migrate_and_load(url: &str) {
         timeout: std::time::Duration::from_secs(30),
         sqlite_synchronous: wpds_storage::SqliteSynchronous::Normal,
         pooler: wpds_storage::Pooler::None,
+        migrate: true,
     })
     .expect("the template database opens and migrates");
     let fixture = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/demo.json"))

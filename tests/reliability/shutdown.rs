@@ -144,11 +144,20 @@ fn on_sigterm_an_in_flight_request_is_answered_and_new_connections_are_refused()
 
 #[test]
 fn with_a_drain_period_the_server_serves_on_while_readiness_says_503_then_stops() {
-    // Arrange: a server with a 3 s drain, ready.
+    // Arrange: a server with a 3 s drain and metrics, ready.
     let seeded = Seeded::new();
-    let mut server =
-        Server::start_with(&seeded.database.url, &[("WPDS_DRAIN_SECONDS", "3"), ("WPDS_LOG", "info")]);
+    let metrics = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let mut server = Server::start_with(
+        &seeded.database.url,
+        &[("WPDS_DRAIN_SECONDS", "3"), ("WPDS_LOG", "info"), ("WPDS_METRICS_BIND", &metrics.to_string())],
+    );
     assert_eq!(readyz(&agent(), &server.base).ok(), Some(200));
+    let draining = || {
+        let text =
+            agent().get(format!("http://{metrics}/metrics")).call().ok()?.body_mut().read_to_string().ok()?;
+        text.lines().find_map(|l| l.strip_prefix("wpds_draining ")).map(str::to_owned)
+    };
+    assert_eq!(draining().as_deref(), Some("0"), "the gauge before the signal");
 
     // Act: SIGTERM.
     let signalled = Instant::now();
@@ -162,6 +171,7 @@ fn with_a_drain_period_the_server_serves_on_while_readiness_says_503_then_stops(
     let during = put_cell(&agent(), &server.base, &seeded.token, &cell(DATE, "3", "during the drain", 1))
         .expect("an answer during the drain");
     assert_eq!(during.status, 200, "{}", during.body);
+    assert_eq!(draining().as_deref(), Some("1"), "the gauge during the drain");
     assert!(signalled.elapsed() < Duration::from_secs(3), "the write came within the drain");
     // ... then the listener closes, not before the drain is over, and the process exits 0.
     wait_until("new connections are refused", Duration::from_secs(10), || {

@@ -63,7 +63,9 @@ mod stored;
 
 #[cfg(feature = "test-support")]
 pub use engine::DbConn;
-pub use engine::{Budget, Database, DbConfig, Engine, Pooler, Read, SqliteSynchronous, Write};
+pub use engine::{
+    Budget, Database, DbConfig, Engine, MigrationStatus, Pooler, Read, SqliteSynchronous, Write,
+};
 #[cfg(not(feature = "test-support"))]
 pub(crate) use engine::{db_run, db_statement, db_write};
 pub use error::StoreError;

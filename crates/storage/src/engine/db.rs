@@ -95,6 +95,20 @@ pub struct DbConfig {
     pub sqlite_synchronous: SqliteSynchronous,
     /// What stands between the server and PostgreSQL (ignored on SQLite).
     pub pooler: Pooler,
+    /// Whether reaching the database applies pending migrations (`true`, the default), or
+    /// only checks that none is pending and refuses the database while one is, naming them
+    /// (`false`: migrations are a step of their own, `wpds migrate`). See
+    /// [`Database::reach`].
+    pub migrate: bool,
+}
+
+/// How a database's migrations stand against this build's ([`Database::migration_status`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MigrationStatus {
+    /// This build's migrations the database lacks, oldest first (`VERSION_NAME`).
+    pub pending: Vec<String>,
+    /// Versions the database holds that this build does not know: the schema is newer.
+    pub unknown: Vec<String>,
 }
 
 /// What stands between the server and PostgreSQL: what a connection of the pool may rely on.
@@ -171,6 +185,7 @@ impl Default for DbConfig {
             timeout: Duration::from_millis(Self::DEFAULT_TIMEOUT_MS),
             sqlite_synchronous: SqliteSynchronous::default(),
             pooler: Pooler::default(),
+            migrate: true,
         }
     }
 }
@@ -223,6 +238,8 @@ pub struct Database {
     timeout: Duration,
     writer: Option<Writer>,
     pooler: Pooler,
+    /// Whether reaching the database migrates it, or only checks it is ([`DbConfig::migrate`]).
+    migrate: bool,
     /// Whether the database was reached and migrated: until then no work runs.
     ready: AtomicBool,
     /// Behind a transaction pooler, whether the role's timeouts bound statements, so a unit
@@ -444,6 +461,7 @@ impl Database {
                 Engine::Sqlite => Pooler::None,
                 Engine::Postgres => config.pooler,
             },
+            migrate: config.migrate,
             ready: AtomicBool::new(false),
             bare_statements: AtomicBool::new(false),
             suspicion: Default::default(),
@@ -457,9 +475,14 @@ impl Database {
         })
     }
 
-    /// Connects and applies pending migrations; from then on the database serves work.
-    /// Returns the versions applied. Behind a transaction pooler it first reads the role's
-    /// timeouts back (`Database::read_role_timeouts`).
+    /// Connects and applies pending migrations ([`DbConfig::migrate`]; without it, checks
+    /// that none is pending: `Unavailable` naming them while one is, so a server waiting
+    /// for the database waits for `wpds migrate` too); from then on the database serves
+    /// work. Returns the versions applied. A schema newer than this build (migrations it
+    /// does not know: a rollback to the release before) is served as it is, and logged,
+    /// as the rule for migrations allows (*expand, then contract*, `docs/operations.md`).
+    /// Behind a transaction pooler it first reads the role's timeouts back
+    /// (`Database::read_role_timeouts`).
     pub fn reach(&self) -> Result<Vec<String>, StoreError> {
         if self.engine == Engine::Postgres {
             probe(&self.url, self.timeout)?;
@@ -468,9 +491,55 @@ impl Database {
         if self.pooler.lends_transactions() {
             self.read_role_timeouts()?;
         }
-        let applied = self.migrate()?;
+        let applied = if self.migrate { self.migrate()? } else { Vec::new() };
+        let status = self.migration_status()?;
+        if !status.pending.is_empty() {
+            return Err(StoreError::Unavailable(format!(
+                "the schema lacks {} migration(s) this build needs: {}; run `wpds migrate` \
+                 (this server does not migrate: WPDS_MIGRATE=false)",
+                status.pending.len(),
+                status.pending.join(", ")
+            )));
+        }
+        if !status.unknown.is_empty() {
+            log::warn!(
+                "the schema is newer than this build: it holds {} migration(s) this build does not know ({}); \
+                 serving on it, as the release before a migration may (expand, then contract)",
+                status.unknown.len(),
+                status.unknown.join(", ")
+            );
+        }
         self.ready.store(true, Ordering::Relaxed);
         Ok(applied)
+    }
+
+    /// Which of this build's migrations the database lacks, and which it holds that this
+    /// build does not know (`wpds migrate --check`).
+    pub fn migration_status(&self) -> Result<MigrationStatus, StoreError> {
+        fn status<C: MigrationHarness<DB>, DB: diesel::backend::Backend>(
+            conn: &mut C,
+            source: EmbeddedMigrations,
+        ) -> Result<MigrationStatus, Box<dyn std::error::Error + Send + Sync>> {
+            use diesel::migration::MigrationSource;
+            let known: Vec<_> = MigrationSource::<DB>::migrations(&source)?;
+            let applied = conn.applied_migrations()?;
+            let pending = known
+                .iter()
+                .filter(|m| !applied.contains(&m.name().version()))
+                .map(|m| m.name().to_string())
+                .collect();
+            let unknown = applied
+                .iter()
+                .filter(|version| !known.iter().any(|m| m.name().version() == **version))
+                .map(ToString::to_string)
+                .collect();
+            Ok(MigrationStatus { pending, unknown })
+        }
+        match &mut self.conn()? {
+            DbConn::Sqlite(c) => status(&mut **c, SQLITE_MIGRATIONS),
+            DbConn::Postgres(c) => status(&mut **c, POSTGRES_MIGRATIONS),
+        }
+        .map_err(migration_failed)
     }
 
     /// [`Database::reach`], tried again and again (after 0.25 s, then twice as long each
@@ -487,7 +556,7 @@ impl Database {
                         return Err(StoreError::Unavailable(why));
                     }
                     log.log(
-                        &format!("the database is not reachable; trying again for {} s more", left.as_secs()),
+                        &format!("the database is not ready; trying again for {} s more", left.as_secs()),
                         &why,
                     );
                     std::thread::sleep(pause.min(left));

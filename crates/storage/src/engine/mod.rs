@@ -48,7 +48,7 @@ pub use batch::{BatchObserver, BatchReport, BatchedStatement, MAX_BATCH};
 pub use conn::DbConn;
 #[cfg(not(feature = "test-support"))]
 pub(crate) use conn::DbConn;
-pub use db::{Database, DbConfig, Engine, PoolWaitObserver, Pooler, SqliteSynchronous};
+pub use db::{Database, DbConfig, Engine, MigrationStatus, PoolWaitObserver, Pooler, SqliteSynchronous};
 pub use secrets::{CURSOR_SIGNING, read as secret};
 pub use shared_pg::{SharedPg, SharedState};
 pub use statement::{StatementConn, StatementFuture};

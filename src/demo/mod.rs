@@ -1,15 +1,17 @@
 //! The bundled demo workspace (`serve --demo`): its fixture, the users whose tokens the
-//! banner prints, and how it is loaded.
+//! banner prints, how it is loaded, and its [`tokens`].
 //!
 //! Loading is part of building the application ([`crate::app::Application::build`]), so
 //! no request meets the database before the demo is in it; printing the banner is the
 //! command line's (`src/main.rs`).
 
+pub mod tokens;
+
 use wpds_storage::seed::{self, SeedReport};
 use wpds_storage::{Database, repos::workspaces};
 
 /// The demo workspace (`fixtures/demo.json`).
-pub const FIXTURE: &str = include_str!("../fixtures/demo.json");
+pub const FIXTURE: &str = include_str!("../../fixtures/demo.json");
 
 /// The demo's workspace member (user 5) whose access token the banner prints.
 pub const MEMBER: i64 = 5;
