@@ -68,6 +68,11 @@ containers_make_base() {
 }
 
 containers_build_wpds() {
+  # Under a lock: the checks that build it may run at once, and share the build context.
+  tools_locked container-build containers_build_wpds_locked "$@"
+}
+
+containers_build_wpds_locked() {
   local tag=$1 context="$containers_root/target/container"
   mkdir -p "$context"
   cp "$(wpds_binary)" "$context/wpds" || return
