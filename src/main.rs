@@ -1,7 +1,7 @@
 //! `wpds`: the Workspace Project-Data Service command line.
 //!
-//! `serve` runs the HTTP server; `migrate`, `seed` and `token issue` are the operator's
-//! tools; `healthcheck` asks a running server whether it is ready (a container's
+//! `serve` runs the HTTP server; `migrate`, `seed`, `token issue` and `token revoke` are
+//! the operator's tools; `healthcheck` asks a running server whether it is ready (a container's
 //! `HEALTHCHECK`, with no shell or curl in the image). Every setting comes from a flag or its environment variable (`--help` lists
 //! both and the defaults).
 
@@ -82,6 +82,21 @@ enum TokenCommand {
         #[command(flatten)]
         tokens: TokenArgs,
     },
+    /// Revoke a login (the one a token belongs to) or every login of a user: none of their
+    /// tokens authenticates or refreshes again. Prints what it revoked as JSON. Servers that
+    /// cache authentication stop taking a revoked access token within WPDS_AUTH_CACHE_TTL_MS.
+    #[command(group = clap::ArgGroup::new("which").required(true))]
+    Revoke {
+        /// A token of the login (access or refresh, spent or not, e.g. a leaked one); `-`
+        /// reads it from standard input, so it stays out of the shell's history.
+        #[arg(long, group = "which")]
+        token: Option<String>,
+        /// Revoke every login of this user.
+        #[arg(long, group = "which")]
+        user: Option<String>,
+        #[command(flatten)]
+        database: DatabaseArgs,
+    },
 }
 
 fn main() -> ExitCode {
@@ -119,6 +134,9 @@ fn main() -> ExitCode {
         Command::Seed { file, database } => load_fixture(&file, &database),
         Command::Token { command: TokenCommand::Issue { user, database, tokens } } => {
             issue_token(&user, &database, &tokens)
+        }
+        Command::Token { command: TokenCommand::Revoke { token, user, database } } => {
+            revoke_logins(token, user, &database)
         }
     };
     match outcome {
@@ -204,6 +222,49 @@ fn issue_token(user: &str, database: &DatabaseArgs, tokens: &TokenArgs) -> Resul
         Err(e) => return Err(e.to_string()),
     };
     println!("{}", serde_json::to_string_pretty(&pair).map_err(|e| e.to_string())?);
+    Ok(())
+}
+
+/// `wpds token revoke`: ends the logins named, prints them as JSON (`{"revoked": […]}`),
+/// and logs what it did (target `wpds::token`, at warn: shown at the commands' default
+/// level).
+fn revoke_logins(token: Option<String>, user: Option<String>, database: &DatabaseArgs) -> Result<(), String> {
+    let what = match (token, user) {
+        (Some(token), _) => {
+            let token = if token == "-" {
+                let mut text = String::new();
+                std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                    .map_err(|e| format!("cannot read the token from standard input: {e}"))?;
+                text.trim().to_owned()
+            } else {
+                token
+            };
+            auth::Revoke::LoginOf(token)
+        }
+        (None, Some(user)) => {
+            auth::Revoke::User(wpds_storage::ids::parse(&user).ok_or_else(|| format!("no user {user}"))?)
+        }
+        (None, None) => return Err("name a login with --token or a user with --user".to_owned()),
+    };
+    let db = open(&one_shot(database))?;
+    let revoked = match db.write_now(auth::revoke(what.clone())) {
+        Ok(revoked) => revoked,
+        Err(wpds_storage::StoreError::NotFound(what)) => return Err(format!("not found: {what}")),
+        Err(e) => return Err(e.to_string()),
+    };
+    let whose = match &what {
+        auth::Revoke::LoginOf(_) => "the login of the token given".to_owned(),
+        auth::Revoke::User(user) => format!("every login of user {user}"),
+    };
+    let ids: Vec<String> = revoked.iter().map(|l| l.login_id.to_string()).collect();
+    log::warn!(
+        target: "wpds::token",
+        "revoked {} login(s), {whose}{}",
+        revoked.len(),
+        if ids.is_empty() { " (none was live)".to_owned() } else { format!(": {}", ids.join(", ")) }
+    );
+    let json = serde_json::json!({ "revoked": revoked });
+    println!("{}", serde_json::to_string_pretty(&json).map_err(|e| e.to_string())?);
     Ok(())
 }
 

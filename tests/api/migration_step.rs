@@ -6,23 +6,10 @@
 //! as container platforms mount secrets.
 
 use crate::database::TestDatabase;
+use crate::process::{Served, text, wpds};
 use diesel::Connection;
 use diesel::connection::SimpleConnection;
-use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-fn wpds(args: &[&str], settings: &[(&str, &str)]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_wpds"))
-        .args(args)
-        .env_remove("WPDS_LOG")
-        .envs(settings.iter().copied())
-        .output()
-        .expect("wpds runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 /// This build's migrations of the engine of `url`, as `VERSION_NAME`, oldest first.
 fn migrations_of(url: &str) -> Vec<String> {
@@ -43,74 +30,6 @@ fn execute(url: &str, sql: &str) {
     match url.strip_prefix("sqlite://") {
         Some(path) => diesel::SqliteConnection::establish(path).unwrap().batch_execute(sql).unwrap(),
         None => diesel::PgConnection::establish(url).unwrap().batch_execute(sql).unwrap(),
-    }
-}
-
-/// A `wpds serve` process on a free port, its log in a file; killed on drop.
-struct Served {
-    child: Child,
-    base: String,
-    log: std::path::PathBuf,
-}
-
-impl Served {
-    fn start(settings: &[(&str, &str)]) -> Served {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let log =
-            std::env::temp_dir().join(format!("wpds-migration-step-{}.log", uuid::Uuid::new_v4().simple()));
-        let child = Command::new(env!("CARGO_BIN_EXE_wpds"))
-            .arg("serve")
-            .env("WPDS_BIND", format!("127.0.0.1:{port}"))
-            .env("WPDS_LOG", "info")
-            .envs(settings.iter().copied())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("wpds serve starts");
-        Served { child, base: format!("http://127.0.0.1:{port}"), log }
-    }
-
-    /// `/readyz`'s status, 0 while nothing answers.
-    fn readiness(&self) -> u16 {
-        let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
-        agent.get(format!("{}/readyz", self.base)).call().map_or(0, |r| r.status().as_u16())
-    }
-
-    /// Waits up to `within` for `/readyz` to answer `status`.
-    fn wait_for(&self, status: u16, within: Duration) {
-        let deadline = Instant::now() + within;
-        while self.readiness() != status {
-            assert!(
-                Instant::now() < deadline,
-                "/readyz never answered {status}; the log:\n{}",
-                self.log_text()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// Waits up to `within` for the process to exit, and returns its exit code.
-    fn exit_code(&mut self, within: Duration) -> Option<i32> {
-        let deadline = Instant::now() + within;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status.code();
-            }
-            assert!(Instant::now() < deadline, "the server did not exit; the log:\n{}", self.log_text());
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_file(&self.log);
     }
 }
 

@@ -283,6 +283,72 @@ fn refresh_on(
     })
 }
 
+/// Which logins [`revoke`] ends: the one a token (access or refresh, of any age) belongs
+/// to, or every login of a user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Revoke {
+    /// The login of this token (a leaked one: the whole chain of pairs it belongs to).
+    LoginOf(String),
+    /// Every login of this user.
+    User(i64),
+}
+
+/// A login [`revoke`] ended.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RevokedLogin {
+    /// The login.
+    pub login_id: i64,
+    /// Its user.
+    pub user_id: i64,
+    /// When it began, milliseconds since the epoch.
+    pub created_at: i64,
+}
+
+/// Ends the logins `what` names that are not ended yet, so none of their tokens
+/// authenticates or refreshes again (a refresh answers `invalid_grant`); returns them,
+/// oldest first (empty when there were none left to end). `NotFound` for a token no login
+/// has, or a user who does not exist. Another server's authentication cache may still
+/// serve a revoked access token for up to its bound (`WPDS_AUTH_CACHE_TTL_MS`).
+pub fn revoke(what: Revoke) -> Write<Vec<RevokedLogin>> {
+    Write::new("SELECT logins UPDATE logins", move |conn| {
+        db_write!(conn => {
+            let now = now_millis();
+            let live = logins::table.filter(logins::revoked_at.is_null()).into_boxed();
+            let live = match &what {
+                Revoke::LoginOf(token) => {
+                    let login: Option<i64> = tokens::table
+                        .filter(tokens::token_hash.eq(hash_token(token)))
+                        .select(tokens::login_id)
+                        .first(conn)
+                        .optional()?;
+                    let login = login.ok_or_else(|| StoreError::NotFound("a login with this token".to_owned()))?;
+                    live.filter(logins::id.eq(login))
+                }
+                Revoke::User(user) => {
+                    let exists: i64 = users::table.filter(users::id.eq(user)).count().get_result(conn)?;
+                    if exists == 0 {
+                        return Err(StoreError::NotFound(format!("user {user}")));
+                    }
+                    live.filter(logins::user_id.eq(user))
+                }
+            };
+            let ended: Vec<(i64, i64, i64)> = live
+                .select((logins::id, logins::user_id, logins::created_at))
+                .order(logins::id)
+                .load(conn)?;
+            let ids: Vec<i64> = ended.iter().map(|(id, ..)| *id).collect();
+            diesel::update(logins::table.filter(logins::id.eq_any(&ids)).filter(logins::revoked_at.is_null()))
+                .set(logins::revoked_at.eq(now))
+                .execute(conn)?;
+            Ok(ended
+                .into_iter()
+                .map(|(login_id, user_id, created_at)| RevokedLogin { login_id, user_id, created_at })
+                .collect())
+        })
+    })
+}
+
 /// Whether `user_id` is a member of workspace `workspace_id`. One statement, batched with
 /// the checks waiting at the same moment ([`Memberships`]).
 pub fn is_member(workspace_id: i64, user_id: i64) -> Read<bool> {
