@@ -120,7 +120,7 @@ fn a_server_whose_database_stays_away_exits_1_after_the_wait_with_one_json_line_
     let why: Vec<&serde_json::Value> = lines
         .iter()
         .filter(|line| {
-            line["message"].as_str().is_some_and(|m| m.contains("not reached within 2 s of start-up"))
+            line["message"].as_str().is_some_and(|m| m.contains("not ready within 2 s of start-up"))
         })
         .collect();
     assert_eq!(why.len(), 1, "one line says why: {log}");
