@@ -68,7 +68,10 @@ containers_make_base() {
 }
 
 containers_build_wpds() {
-  # Under a lock: the checks that build it may run at once, and share the build context.
+  WPDS_IMAGE_VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' "$containers_root/Cargo.toml" | head -1)
+  WPDS_IMAGE_CONTRACT=$(sed -n 's/^  version: \(.*\)$/\1/p' "$containers_root/openapi/openapi.yaml" | head -1)
+  # Under a lock (in a subshell: it sets nothing here): the checks that build it may run
+  # at once, and share the build context.
   tools_locked container-build containers_build_wpds_locked "$@"
 }
 
@@ -77,8 +80,6 @@ containers_build_wpds_locked() {
   mkdir -p "$context"
   cp "$(wpds_binary)" "$context/wpds" || return
   "$containers_root/scripts/sbom" "$context/wpds.cdx.json" >&2 || return
-  WPDS_IMAGE_VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' "$containers_root/Cargo.toml" | head -1)
-  WPDS_IMAGE_CONTRACT=$(sed -n 's/^  version: \(.*\)$/\1/p' "$containers_root/openapi/openapi.yaml" | head -1)
   (cd "$containers_root" && podman build --quiet --format docker --build-arg RUNTIME_IMAGE="$containers_base_image" \
     --build-arg BINARY_FROM=prebuilt --build-arg PREBUILT=target/container/wpds \
     --build-arg PREBUILT_SBOM=target/container/wpds.cdx.json --build-arg VERSION="$WPDS_IMAGE_VERSION" \
