@@ -11,7 +11,9 @@ fn patch(app: &TestApp, body: Value) -> crate::support::TestResponse {
 }
 
 fn activations(app: &TestApp, product_type: i64) -> Vec<(i64, bool)> {
-    app.db.read_now(wpds_storage::repos::categories::column_activations(product_type)).unwrap()
+    app.settled("reading the column activations", |db| {
+        db.read_now(wpds_storage::repos::categories::column_activations(product_type))
+    })
 }
 
 /// Every code of workspace 1 as `holder=code` (`-` for none), categories then product types.

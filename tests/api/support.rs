@@ -15,7 +15,7 @@ use std::sync::{Arc, OnceLock};
 use wpds::app::Application;
 use wpds::config::ServeConfig;
 use wpds_contract::responses::ResponseChecker;
-use wpds_storage::Database;
+use wpds_storage::{Database, StoreError};
 use wpds_storage::repos::auth::{IssuedPair, TokenLifetimes};
 
 /// The demo fixture every test database starts from.
@@ -347,7 +347,29 @@ impl TestApp {
 
     /// Starts a login for `user_id` with the given lifetimes.
     pub fn tokens_with(&self, user_id: i64, lifetimes: TokenLifetimes) -> IssuedPair {
-        self.db.write_now(wpds_storage::repos::auth::issue(user_id, lifetimes)).expect("the user exists")
+        self.settled("issuing a login", |db| db.write_now(wpds_storage::repos::auth::issue(user_id, lifetimes)))
+    }
+
+    /// Runs `work`, the test's own look at its database beside the server (arranging a
+    /// login, reading what a request left), again while the database refuses it as
+    /// unavailable, at most five times. On a loaded machine one statement may outlive the
+    /// database's `statement_timeout` (1 s, [`crate::database::ROLE_STATEMENT_TIMEOUT`],
+    /// behind a pooler that keeps prepared statements), and a test's arrangement is not
+    /// what it tests; the server's own answers are never retried. Any other failure, or a
+    /// fifth refusal, fails the test naming `what`.
+    pub fn settled<T>(&self, what: &str, work: impl Fn(&Database) -> Result<T, StoreError>) -> T {
+        let mut attempt = 1;
+        loop {
+            match work(&self.db) {
+                Ok(value) => return value,
+                Err(StoreError::Unavailable(why)) if attempt < 5 => {
+                    eprintln!("{what}: the database was unavailable ({why}); again");
+                    std::thread::sleep(std::time::Duration::from_millis(100 * attempt));
+                    attempt += 1;
+                }
+                Err(error) => panic!("{what}: {error:?}"),
+            }
+        }
     }
 
     /// Sends `head` (a request line and headers, without the blank line that ends them)
