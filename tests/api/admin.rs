@@ -29,11 +29,15 @@ fn assert_problem(response: &TestResponse, status: u16, code: &str) {
 }
 
 fn audit_entries(app: &TestApp, target: &str) -> Vec<companies::AuditRecord> {
-    app.settled("reading the audit entries", |db| db.read_now(companies::audit_entries_for(target.to_owned())))
+    app.settled("reading the audit entries", |db| {
+        db.read_now(companies::audit_entries_for(target.to_owned()))
+    })
 }
 
 fn used_credits(app: &TestApp, workspace: i64, user: i64, cycle: &str) -> Option<i64> {
-    app.settled("reading the used credits", |db| db.read_now(credits::used_credits(workspace, user, cycle.to_owned())))
+    app.settled("reading the used credits", |db| {
+        db.read_now(credits::used_credits(workspace, user, cycle.to_owned()))
+    })
 }
 
 fn resets(app: &TestApp, workspace: i64, user: i64) -> Vec<credits::ResetRecord> {

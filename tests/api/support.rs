@@ -15,8 +15,8 @@ use std::sync::{Arc, OnceLock};
 use wpds::app::Application;
 use wpds::config::ServeConfig;
 use wpds_contract::responses::ResponseChecker;
-use wpds_storage::{Database, StoreError};
 use wpds_storage::repos::auth::{IssuedPair, TokenLifetimes};
+use wpds_storage::{Database, StoreError};
 
 /// The demo fixture every test database starts from.
 pub const FIXTURE: &str = include_str!("../../fixtures/demo.json");
@@ -347,7 +347,9 @@ impl TestApp {
 
     /// Starts a login for `user_id` with the given lifetimes.
     pub fn tokens_with(&self, user_id: i64, lifetimes: TokenLifetimes) -> IssuedPair {
-        self.settled("issuing a login", |db| db.write_now(wpds_storage::repos::auth::issue(user_id, lifetimes)))
+        self.settled("issuing a login", |db| {
+            db.write_now(wpds_storage::repos::auth::issue(user_id, lifetimes))
+        })
     }
 
     /// Runs `work`, the test's own look at its database beside the server (arranging a
