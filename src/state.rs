@@ -4,7 +4,7 @@
 //! The database is reached one way: [`AppState::read`] and [`AppState::write`] hand a
 //! repository's [`Read`] or [`Write`] to storage with the request's [`Budget`]; storage
 //! decides which connection serves it ([`wpds_storage::engine`]) and makes the call's span
-//! of the request's trace ([`wpds_storage::engine::in_child_span`]).
+//! of the request's trace (its `in_child_span`).
 
 use crate::auth_cache::AuthCache;
 use crate::error::ApiError;

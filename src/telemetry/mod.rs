@@ -26,7 +26,7 @@
 //!   `traceparent` (with its `tracestate`) is its parent, read by the SDK's propagator.
 //! - Events `authentication` and `validation` of the server span, each with how long its
 //!   step took ([`as_event`]), and a child span for each database call, made where calls
-//!   enter storage ([`wpds_storage::engine::in_child_span`]); all only inside a sampled
+//!   enter storage (`wpds_storage::engine`'s `in_child_span`); all only inside a sampled
 //!   request. A write's database span says how many writes the batch it waited for carried
 //!   (`wpds.db.batch.writes`: the SQLite writer's commit, or PostgreSQL's batched time-log
 //!   statement): a batch serves many traces, so it has no span of its own.

@@ -26,13 +26,15 @@ pub fn format_millis(millis: i64) -> String {
 }
 
 /// Reads an RFC 3339 timestamp (any offset, any precision) into milliseconds.
-pub fn parse_millis(text: &str) -> Option<i64> {
+#[cfg_attr(feature = "test-support", visibility::make(pub))]
+pub(crate) fn parse_millis(text: &str) -> Option<i64> {
     let at = OffsetDateTime::parse(text, &Rfc3339).ok()?;
     Some((at.unix_timestamp_nanos() / 1_000_000) as i64)
 }
 
 /// The present UTC month, `YYYY-MM`.
-pub fn current_month() -> String {
+#[cfg_attr(feature = "test-support", visibility::make(pub))]
+pub(crate) fn current_month() -> String {
     let now = OffsetDateTime::now_utc();
     format!("{:04}-{:02}", now.year(), u8::from(now.month()))
 }

@@ -111,13 +111,15 @@ pub struct VersionConflict {
 
 impl StoreError {
     /// A single rule violation.
-    pub fn rule(code: &'static str, pointer: impl Into<String>, message: impl Into<String>) -> Self {
+    #[cfg_attr(feature = "test-support", visibility::make(pub))]
+    pub(crate) fn rule(code: &'static str, pointer: impl Into<String>, message: impl Into<String>) -> Self {
         StoreError::Rule(vec![RuleViolation::new(code, pointer, message)])
     }
 
     /// Whether the statement gave up waiting for a row lock (PostgreSQL's `lock_timeout`):
     /// the connection is fine, the row was busy.
-    pub fn is_lock_wait(&self) -> bool {
+    #[cfg_attr(feature = "test-support", visibility::make(pub))]
+    pub(crate) fn is_lock_wait(&self) -> bool {
         matches!(self, StoreError::Unavailable(why) if why.contains("canceling statement due to lock timeout"))
     }
 }

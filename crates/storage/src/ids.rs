@@ -10,7 +10,7 @@ pub fn parse(text: &str) -> Option<i64> {
 }
 
 /// The wire form of an id.
-pub fn show(id: i64) -> String {
+pub(crate) fn show(id: i64) -> String {
     id.to_string()
 }
 
@@ -45,7 +45,7 @@ impl SentId {
 }
 
 impl std::fmt::Display for SentId {
-    /// The id as it was sent ([`AsSent`]).
+    /// The id as it was sent (`AsSent`).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             SentId::Record(id) => write!(f, "{id}"),
@@ -57,7 +57,7 @@ impl std::fmt::Display for SentId {
 /// Text sent where an id belongs, as a rule's message shows it: as sent, or quoted and
 /// escaped (`""`, `" 7"`) when it is empty or holds a space or a control character, so a
 /// message never shows an id that is not there ("no family  in this workspace").
-pub struct AsSent<'a>(pub &'a str);
+pub(crate) struct AsSent<'a>(pub &'a str);
 
 impl std::fmt::Display for AsSent<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

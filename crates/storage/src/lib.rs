@@ -25,11 +25,11 @@
 //!   hold a connection. There, too, each call gets its span of the request's trace, named by
 //!   the summary the repository function gives its work.
 //! - Work that is one autocommit statement is an `async fn` over an
-//!   [`engine::StatementConn`] (`db_statement!`): the same function runs on a blocking
+//!   `engine::StatementConn` (`db_statement!`): the same function runs on a blocking
 //!   connection of either engine and, on PostgreSQL, on the shared, pipelining
 //!   connections. Work of several statements stays blocking.
 //! - On SQLite the server's writes run on one writer thread, in batches that commit once;
-//!   on PostgreSQL a write whose common case is one statement ([`engine::BatchedStatement`],
+//!   on PostgreSQL a write whose common case is one statement (`engine::BatchedStatement`,
 //!   the time-log write) has that case run with the writes waiting with it as one statement
 //!   over arrays. Either way a write is answered only after its batch committed
 //!   (`engine/batch.rs` says what a batch is on both engines).
@@ -47,6 +47,9 @@
 //!   (`schema`), a raw pooled connection (`Database::conn`, `DbConn`), the engine's macros
 //!   and the repository helpers that read what an operation wrote — is public only with the
 //!   `test-support` feature, which `scripts/check-layering` keeps out of the server's build.
+//!   Without it, every public item is one the server uses: `scripts/check-layering` reads
+//!   rustdoc's JSON of the server's build of this crate and fails on a public item the server
+//!   never names (nor names in what it uses). Anything else is `pub(crate)`.
 
 pub mod clock;
 pub mod engine;

@@ -31,7 +31,7 @@ use std::time::Instant;
 /// The most writes one batch carries: enough to serve every connection of a busy server in
 /// one commit, few enough that a batch holds its locks for well under a millisecond of
 /// statements.
-pub const MAX_BATCH: usize = 128;
+pub(crate) const MAX_BATCH: usize = 128;
 
 /// The session setting that has PostgreSQL keep one plan for a prepared statement: set on
 /// every connection whose session is the server's (not behind a transaction pooler, where

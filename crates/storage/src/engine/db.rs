@@ -98,7 +98,7 @@ pub struct DbConfig {
     /// Whether reaching the database applies pending migrations (`true`, the default), or
     /// only checks that none is pending and refuses the database while one is, naming them
     /// (`false`: migrations are a step of their own, `wpds migrate`). See
-    /// [`Database::reach`].
+    /// `Database::reach`.
     pub migrate: bool,
 }
 
@@ -142,7 +142,8 @@ pub enum Pooler {
 impl Pooler {
     /// Whether a server connection is the server's for one transaction only, so work of
     /// several statements is one transaction that sets its own timeouts.
-    pub fn lends_transactions(self) -> bool {
+    #[cfg_attr(feature = "test-support", visibility::make(pub))]
+    pub(crate) fn lends_transactions(self) -> bool {
         matches!(self, Pooler::Transaction | Pooler::TransactionPrepared)
     }
 }
@@ -409,8 +410,8 @@ impl Database {
     }
 
     /// Builds the pools without reaching PostgreSQL (SQLite's file is opened, and a failure
-    /// to open it reported): the database serves no work ([`Database::run_until`] answers
-    /// `Unavailable`) until [`Database::reach`] has connected and migrated, so a server can
+    /// to open it reported): the database serves no work (`Database::run_until` answers
+    /// `Unavailable`) until `Database::reach` has connected and migrated, so a server can
     /// start, and say it is not ready, while PostgreSQL is away.
     pub fn build(config: &DbConfig) -> Result<Self, StoreError> {
         let engine = config.engine();
@@ -483,7 +484,7 @@ impl Database {
     /// as the rule for migrations allows (*expand, then contract*, `docs/operations.md`).
     /// Behind a transaction pooler it first reads the role's timeouts back
     /// (`Database::read_role_timeouts`).
-    pub fn reach(&self) -> Result<Vec<String>, StoreError> {
+    pub(crate) fn reach(&self) -> Result<Vec<String>, StoreError> {
         if self.engine == Engine::Postgres {
             probe(&self.url, self.timeout)?;
         }
@@ -542,7 +543,7 @@ impl Database {
         .map_err(migration_failed)
     }
 
-    /// [`Database::reach`], tried again and again (after 0.25 s, then twice as long each
+    /// `Database::reach`, tried again and again (after 0.25 s, then twice as long each
     /// time up to 5 s) while the database is unavailable, for at most `wait`; each failure
     /// logged at most every few seconds ([`ThrottledLog`]). The error is the last attempt's.
     pub fn reach_within(&self, wait: Duration) -> Result<Vec<String>, StoreError> {
@@ -595,7 +596,7 @@ impl Database {
     }
 
     /// Whether the database was reached and migrated ([`Database::reach`]).
-    pub fn is_ready(&self) -> bool {
+    pub(crate) fn is_ready(&self) -> bool {
         self.ready.load(Ordering::Relaxed)
     }
 
@@ -655,7 +656,7 @@ impl Database {
     /// A connection whose work failed in the database, or that finished after `deadline`
     /// (its state is not known), is closed instead of going back to the pool
     /// ([`Database::release`]).
-    pub fn run_until<T>(
+    pub(crate) fn run_until<T>(
         &self,
         deadline: Instant,
         work: impl FnOnce(&mut DbConn) -> Result<T, StoreError>,
@@ -724,7 +725,7 @@ impl Database {
         result
     }
 
-    /// Has `observer` told how long each checkout of [`Database::run_until`] waited (the
+    /// Has `observer` told how long each checkout of `Database::run_until` waited (the
     /// first observer stays).
     pub fn observe_pool_waits(&self, observer: PoolWaitObserver) {
         let _ = self.pool_waits.set(observer);
@@ -803,7 +804,8 @@ impl Database {
     /// state is not known), is closed instead of going back to the pool, and the pool
     /// turns suspect for 30 s (`crate::engine::suspicion`): the other connections of an outage are verified
     /// before they are handed out again.
-    pub fn release(&self, mut conn: DbConn, failed: bool, late: bool) {
+    #[cfg_attr(feature = "test-support", visibility::make(pub))]
+    pub(crate) fn release(&self, mut conn: DbConn, failed: bool, late: bool) {
         if failed || late {
             discard(&mut conn);
             self.suspicion.mark();

@@ -1,21 +1,22 @@
 //! The engine: how work reaches a database of either engine. Its modules are private; the
 //! repositories ([`crate::repos`]) and the server reach it only through what this module
-//! re-exports, its entry points:
+//! re-exports, its entry points (public those the server uses, crate-private the rest, some
+//! of them public with `test-support` for the tests and the benchmark tools):
 //!
 //! - [`Database`] (opened from a [`DbConfig`]), which runs a repository's [`Read`] or
 //!   [`Write`] within a request's [`Budget`] and decides which connection serves it: a
 //!   pooled one on the blocking threads, the SQLite writer's batch ([`Writer`]), or
 //!   PostgreSQL's batch of one statement for many requests' writes or reads, on a shared,
 //!   pipelining connection (`work.rs` has the table);
-//! - the connections work runs on (`DbConn`, [`StatementConn`] for one statement) and the
+//! - the connections work runs on (`DbConn`, `StatementConn` for one statement) and the
 //!   macros that compile a repository's diesel code once per engine (`db_run!`, `db_write!`,
 //!   `db_statement!`; with the `test-support` feature, `DbConn` and the macros are public
 //!   for the tests);
-//! - the server's own secrets, provisioned with the migrations ([`secret`]);
+//! - the server's own secrets, provisioned with the migrations (`secret`);
 //! - what a batch is on both engines, and the statement a batched write's common case or a
-//!   batched read is ([`BatchedStatement`]);
+//!   batched read is (`BatchedStatement`);
 //! - what the server observes: the batches ([`BatchReport`]), the shared
-//!   connections' state ([`SharedState`]), the spans of database calls ([`in_child_span`]),
+//!   connections' state ([`SharedState`]), the spans of database calls (`in_child_span`),
 //!   a log line that repeats at most every few seconds ([`ThrottledLog`]).
 //!
 //! Inside: the r2d2 pools and migrations (`db.rs`), connections and transactions
@@ -43,17 +44,23 @@ mod trace;
 mod work;
 mod writer;
 
-pub use batch::{BatchObserver, BatchReport, BatchedStatement, MAX_BATCH};
+pub(crate) use batch::BatchedStatement;
+pub use batch::{BatchObserver, BatchReport};
 #[cfg(feature = "test-support")]
 pub use conn::DbConn;
 #[cfg(not(feature = "test-support"))]
 pub(crate) use conn::DbConn;
 pub use db::{Database, DbConfig, Engine, MigrationStatus, PoolWaitObserver, Pooler, SqliteSynchronous};
+#[cfg(feature = "test-support")]
 pub use secrets::{CURSOR_SIGNING, read as secret};
+#[cfg(not(feature = "test-support"))]
+pub(crate) use secrets::{CURSOR_SIGNING, read as secret};
 pub use shared_pg::{SharedPg, SharedState};
+#[cfg(feature = "test-support")]
 pub use statement::{StatementConn, StatementFuture};
+#[cfg(not(feature = "test-support"))]
+pub(crate) use statement::{StatementConn, StatementFuture};
 pub use throttled_log::ThrottledLog;
-pub use trace::in_child_span;
 pub use work::{Budget, Read, Write};
 pub use writer::Writer;
 #[cfg(not(feature = "test-support"))]

@@ -203,7 +203,8 @@ impl SharedPg {
     /// Runs `work`'s one statement over `input` on a shared connection of this thread, making one
     /// first if none is free and fewer than `per_thread` are open. The caller bounds it by
     /// its deadline: dropped before it finished, it takes its connection out of use.
-    pub async fn run<I: ?Sized, T>(
+    #[cfg_attr(feature = "test-support", visibility::make(pub))]
+    pub(crate) async fn run<I: ?Sized, T>(
         &self,
         input: &I,
         work: for<'c> fn(StatementConn<'c>, &'c I) -> StatementFuture<'c, T>,
@@ -217,6 +218,7 @@ impl SharedPg {
 
     /// Connections open on this thread now, and how many of them have no statement in
     /// flight.
+    #[cfg(feature = "test-support")]
     pub fn thread_state(&self) -> (usize, usize) {
         let state = self.local().state(self.per_thread);
         (state.open, state.idle)

@@ -40,7 +40,7 @@ pub fn current_is_sampled() -> bool {
 /// makes, when the current span is sampled; otherwise `work` alone (the attributes not even
 /// made). `failure` names the `error.type` of an output
 /// that is a failure: the span then has status error.
-pub async fn in_child_span<F: Future>(
+pub(crate) async fn in_child_span<F: Future>(
     name: impl Into<Cow<'static, str>>,
     attributes: impl FnOnce() -> Vec<KeyValue>,
     failure: impl FnOnce(&F::Output) -> Option<&'static str>,

@@ -47,7 +47,7 @@ impl Budget {
     }
 
     /// What is left.
-    pub fn left(&self) -> Duration {
+    pub(crate) fn left(&self) -> Duration {
         Duration::from_nanos(self.left.load(Ordering::Relaxed))
     }
 
@@ -178,7 +178,7 @@ impl<T: Send + 'static> Read<T> {
     /// (`engine/pg_batcher.rs`), with the reads of the same statement waiting at the same
     /// moment, and runs alone on a pooled connection only when that batch met a lock held
     /// longer than a batch waits. (`summary`: as for [`Read::new`].)
-    pub fn batched<S: BatchedStatement<Output = T>>(summary: &'static str, input: S::Input) -> Self {
+    pub(crate) fn batched<S: BatchedStatement<Output = T>>(summary: &'static str, input: S::Input) -> Self {
         Read { summary, plan: Plan::Batched(Box::new(Staged::<S> { input, rest: alone::<S> })) }
     }
 }
@@ -209,7 +209,7 @@ impl<T: Send + 'static> Write<T> {
     /// of `S` (`engine/pg_batcher.rs`), and `rest` runs only when the batch did not
     /// settle it (or met its row locked longer than a batch waits).
     /// (`summary`: as for [`Read::new`], of the whole.)
-    pub fn batched<S: BatchedStatement<Output = T>>(
+    pub(crate) fn batched<S: BatchedStatement<Output = T>>(
         summary: &'static str,
         input: S::Input,
         rest: fn(&mut DbConn, S::Input) -> Result<T, StoreError>,
@@ -342,7 +342,7 @@ impl Database {
     /// Whether the database serves now, as a read (for `/readyz`): a trivial query succeeds
     /// on a connection of the pool and, on SQLite, the writer's last attempt to write
     /// succeeded. When it failed (a read-only file, a full disk, an I/O error), the writer
-    /// makes an attempt that changes nothing (on a fresh connection; [`crate::engine::writer::Writer::probe`]), so
+    /// makes an attempt that changes nothing (on a fresh connection; `Writer::probe`), so
     /// readiness returns by itself once the fault is lifted, even when no request writes,
     /// as when a balancer sends none to an unready server.
     pub fn ping(self: &Arc<Self>) -> Read<()> {

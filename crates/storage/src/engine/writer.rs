@@ -126,7 +126,8 @@ impl Writer {
     /// Whether the writer's last attempt to write succeeded (true before the first): false
     /// once a batch failed for the database's sake (it could not open its connection, begin
     /// or commit, or a job met a database that was unavailable), until a batch commits.
-    pub fn is_healthy(&self) -> bool {
+    #[cfg_attr(feature = "test-support", visibility::make(pub))]
+    pub(crate) fn is_healthy(&self) -> bool {
         self.healthy.load(Ordering::Acquire)
     }
 
@@ -137,7 +138,8 @@ impl Writer {
     /// read-only file, and an empty commit writes no byte, so it would not meet a full
     /// disk either. Blocks the calling thread until its batch is done or refused at
     /// `deadline`; its outcome counts for [`Writer::is_healthy`] like any batch's.
-    pub fn probe(&self, deadline: Instant) -> Result<(), StoreError> {
+    #[cfg_attr(feature = "test-support", visibility::make(pub))]
+    pub(crate) fn probe(&self, deadline: Instant) -> Result<(), StoreError> {
         wait(self.submit(deadline, |conn| {
             let DbConn::Sqlite(sqlite) = conn else {
                 return Err(StoreError::Internal("the SQLite writer was given another engine".to_owned()));
@@ -152,7 +154,8 @@ impl Writer {
     /// Queues `work` and answers with its result once its batch has committed.
     /// `Unavailable` when `deadline` passes before the work starts or before the database's
     /// lock comes.
-    pub fn submit<T, F>(
+    #[cfg_attr(feature = "test-support", visibility::make(pub))]
+    pub(crate) fn submit<T, F>(
         &self,
         deadline: Instant,
         work: F,
@@ -167,7 +170,8 @@ impl Writer {
 
     /// [`Writer::submit`], answering the result with how many writes its batch committed
     /// (this one included): what a trace of the write says of the commit it waited for.
-    pub fn submit_counted<T, F>(
+    #[cfg_attr(feature = "test-support", visibility::make(pub))]
+    pub(crate) fn submit_counted<T, F>(
         &self,
         deadline: Instant,
         work: F,

@@ -7,7 +7,7 @@
 //!
 //! The two reads every request makes when the server's authentication cache does not know
 //! the answer, the caller of a token and a membership, are batched statements
-//! ([`CallersOfTokens`], [`Memberships`]): on PostgreSQL the lookups waiting at the same
+//! (`CallersOfTokens`, `Memberships`): on PostgreSQL the lookups waiting at the same
 //! moment are one statement (`= ANY($1)` over their keys), on SQLite each runs alone.
 
 use crate::clock::now_millis;
@@ -78,7 +78,7 @@ const ACCESS: &str = "access";
 const REFRESH: &str = "refresh";
 
 /// SHA-256 of a token, hex: the only form stored.
-pub fn hash_token(token: &str) -> String {
+pub(crate) fn hash_token(token: &str) -> String {
     let digest = Sha256::digest(token.as_bytes());
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -141,7 +141,7 @@ fn new_pair(lifetimes: TokenLifetimes) -> IssuedPair {
 
 /// The caller an access token stands for, if it is known, unexpired and its login is not
 /// revoked. One statement, batched with the lookups waiting at the same moment
-/// ([`CallersOfTokens`]).
+/// (`CallersOfTokens`).
 pub fn authenticate(access_token: String) -> Read<Option<Caller>> {
     Read::batched::<CallersOfTokens>("SELECT tokens logins users", hash_token(&access_token))
 }
@@ -152,7 +152,7 @@ pub fn authenticate(access_token: String) -> Read<Option<Caller>> {
 /// batch is answered to each. Every lookup is settled: `None` is an unknown, expired or
 /// revoked token.
 #[derive(Debug)]
-pub struct CallersOfTokens;
+pub(crate) struct CallersOfTokens;
 
 impl BatchedStatement for CallersOfTokens {
     const WRITES: bool = false;
@@ -350,7 +350,7 @@ pub fn revoke(what: Revoke) -> Write<Vec<RevokedLogin>> {
 }
 
 /// Whether `user_id` is a member of workspace `workspace_id`. One statement, batched with
-/// the checks waiting at the same moment ([`Memberships`]).
+/// the checks waiting at the same moment (`Memberships`).
 pub fn is_member(workspace_id: i64, user_id: i64) -> Read<bool> {
     Read::batched::<Memberships>("SELECT memberships", (workspace_id, user_id))
 }
@@ -362,7 +362,7 @@ pub fn is_member(workspace_id: i64, user_id: i64) -> Read<bool> {
 /// and user of the batch, [`crate::engine::MAX_BATCH`] of each), each check answered from
 /// them; for one, the statement for it alone. Every check is settled.
 #[derive(Debug)]
-pub struct Memberships;
+pub(crate) struct Memberships;
 
 impl BatchedStatement for Memberships {
     const WRITES: bool = false;
@@ -417,7 +417,7 @@ async fn is_member_on(conn: StatementConn<'_>, workspace_id: i64, user_id: i64) 
 
 /// One administrative action, for the audit log.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuditEntry<'a> {
+pub(crate) struct AuditEntry<'a> {
     /// Who acted.
     pub actor_user_id: i64,
     /// What was done (`retire_global_company`, …).
@@ -434,7 +434,7 @@ pub struct AuditEntry<'a> {
 /// conflict, a broken rule), in a transaction of its own since the call's own transaction
 /// rolled back: every administrative call leaves an entry, with `detail.refused` naming the
 /// outcome. Failures of the database itself are not recorded (it could not take them).
-pub fn record_refused(
+pub(crate) fn record_refused(
     conn: &mut DbConn,
     entry: AuditEntry<'_>,
     error: &StoreError,
@@ -453,7 +453,7 @@ pub fn record_refused(
 
 /// Writing the audit log on a connection already inside the caller's transaction, so the
 /// entry commits or rolls back with the action it records.
-pub trait AuditLog {
+pub(crate) trait AuditLog {
     /// Appends `entry`.
     fn record_audit(&mut self, entry: &AuditEntry<'_>) -> Result<(), StoreError>;
 }

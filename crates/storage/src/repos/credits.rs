@@ -52,7 +52,7 @@ pub struct ResetRecord {
 
 /// The month `cycle` names: `current` is the present UTC month, anything else is taken as
 /// the `YYYY-MM` it already is.
-pub fn resolve_cycle(cycle: &str) -> String {
+pub(crate) fn resolve_cycle(cycle: &str) -> String {
     if cycle == "current" { current_month() } else { cycle.to_owned() }
 }
 

@@ -17,7 +17,7 @@
 //! another project, workspace or outcome, altered in any character, truncated or made up,
 //! its MAC does not verify. `limit` is not bound and may change between pages.
 //!
-//! The key is the secret [`crate::engine::CURSOR_SIGNING`], provisioned when the database
+//! The key is the secret `crate::engine::CURSOR_SIGNING`, provisioned when the database
 //! is migrated, so every server process sharing one database signs and verifies with the
 //! same key and a listing only reads. It is read on each request (one primary-key lookup):
 //! a per-process cache would have to be keyed by database.
@@ -48,7 +48,7 @@ use wpds_contract::types::{
 };
 
 /// The largest page.
-pub const MAX_LIMIT: i64 = 100;
+pub(crate) const MAX_LIMIT: i64 = 100;
 
 /// What separates a cursor's payload from its MAC.
 const SEPARATOR: char = '.';
@@ -64,7 +64,7 @@ pub struct Listing {
     pub project_id: i64,
     /// Only receipts with this outcome (its wire value), if any.
     pub outcome: Option<String>,
-    /// Page size, 1 to [`MAX_LIMIT`] (values outside are clamped).
+    /// Page size, 1 to `MAX_LIMIT` (values outside are clamped).
     pub limit: i64,
     /// The `nextCursor` of the previous page, if any.
     pub cursor: Option<String>,

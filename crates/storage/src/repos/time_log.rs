@@ -12,7 +12,7 @@
 //! The common case, a current write of an existing cell, is that single `UPDATE` on its own
 //! (its own implicit transaction; on PostgreSQL one call of `time_log_current_writes`, an
 //! `UPDATE … FROM unnest(…)` in a function, carries the current writes of every request
-//! waiting at the same moment, [`CurrentWrites`]): the row it matches is in the path's
+//! waiting at the same moment, `CurrentWrites`): the row it matches is in the path's
 //! workspace and was created only after its project was found there, so the project rule
 //! has nothing to add. Everything else — an unknown project, hours over the limit (whose
 //! order against the project rule matters), a first write, a conflict — takes the full
@@ -81,7 +81,8 @@ impl CellChange {
 }
 
 /// Reads `hours` (one or two digits, optionally a dot and one or two digits) in hundredths.
-pub fn parse_hours(hours: &str) -> Option<i64> {
+#[cfg_attr(feature = "test-support", visibility::make(pub))]
+pub(crate) fn parse_hours(hours: &str) -> Option<i64> {
     let (whole, fraction) = hours.split_once('.').unwrap_or((hours, ""));
     if whole.is_empty()
         || whole.len() > 2
@@ -99,7 +100,8 @@ pub fn parse_hours(hours: &str) -> Option<i64> {
 }
 
 /// `750` → `"7.50"`.
-pub fn format_hours(centi: i64) -> String {
+#[cfg_attr(feature = "test-support", visibility::make(pub))]
+pub(crate) fn format_hours(centi: i64) -> String {
     format!("{}.{:02}", centi / 100, centi % 100)
 }
 
@@ -137,9 +139,10 @@ fn entry(row: TimeLogCellRow) -> Result<TimeLogEntry, StoreError> {
 /// order: `id`, `project_id`, `entry_date`, `phase`, `hours_centi`, `note`, `billable`,
 /// `version`.
 ///
-/// Public so that `crates/bench`'s ceiling loop runs exactly this statement.
+/// Public with `test-support` so that `crates/bench`'s ceiling loop runs exactly this statement.
 #[derive(Debug, Clone, Copy)]
-pub struct CurrentWrite<'a> {
+#[cfg_attr(feature = "test-support", visibility::make(pub))]
+pub(crate) struct CurrentWrite<'a> {
     write: &'a CellChange,
     project_id: i64,
     hours: i64,
@@ -148,7 +151,8 @@ pub struct CurrentWrite<'a> {
 
 /// The static query id of [`CurrentWrite`].
 #[derive(Debug, Clone, Copy)]
-pub struct CurrentWriteId;
+#[cfg_attr(feature = "test-support", visibility::make(pub))]
+pub(crate) struct CurrentWriteId;
 
 impl QueryId for CurrentWrite<'_> {
     type QueryId = CurrentWriteId;
@@ -219,10 +223,11 @@ impl<'a> CurrentWrite<'a> {
 /// as [`CurrentWrite`] does: two writes with one expected version can never both succeed,
 /// in one batch or in two.
 ///
-/// Public so that `scripts/bench` checks its pgbench ceiling against this statement's text
+/// Public with `test-support` so that `scripts/bench` checks its pgbench ceiling against this statement's text
 /// ([`CurrentWrites::SQL`]).
 #[derive(Debug, Clone)]
-pub struct CurrentWrites<'a> {
+#[cfg_attr(feature = "test-support", visibility::make(pub))]
+pub(crate) struct CurrentWrites<'a> {
     now: i64,
     workspaces: Vec<i64>,
     users: Vec<i64>,
@@ -237,7 +242,8 @@ pub struct CurrentWrites<'a> {
 
 /// The static query id of [`CurrentWrites`].
 #[derive(Debug, Clone, Copy)]
-pub struct CurrentWritesId;
+#[cfg_attr(feature = "test-support", visibility::make(pub))]
+pub(crate) struct CurrentWritesId;
 
 impl QueryId for CurrentWrites<'_> {
     type QueryId = CurrentWritesId;
@@ -253,7 +259,8 @@ impl<Conn> RunQueryDsl<Conn> for CurrentWrites<'_> {}
 impl CurrentWrites<'_> {
     /// The statement, with its parameters in order: the time of the change, then one array
     /// per column of the writes.
-    pub const SQL: &'static str = "SELECT slot, id, project_id, entry_date, phase, hours_centi, note, billable, version \
+    #[cfg_attr(feature = "test-support", visibility::make(pub))]
+    pub(crate) const SQL: &'static str = "SELECT slot, id, project_id, entry_date, phase, hours_centi, note, billable, version \
         FROM time_log_current_writes($1, $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::bigint[], \
         $8::bigint[], $9::text[], $10::boolean[])";
 }
@@ -333,7 +340,7 @@ fn current(write: &CellChange) -> Option<(i64, i64)> {
     Some((write.project_id.record()?, hours))
 }
 
-/// Writes one cell of the caller's time log: the common case ([`CurrentCellWrites`]) as one
+/// Writes one cell of the caller's time log: the common case (`CurrentCellWrites`) as one
 /// statement (on PostgreSQL, one statement for the writes waiting at the same moment), every
 /// other case checking every rule in one transaction.
 ///
@@ -349,7 +356,7 @@ pub fn set_cell(write: CellChange) -> Write<TimeLogEntry> {
 /// its writes itself). A write it does not settle (an unknown project, hours over the
 /// limit, a first write, a conflict) is answered by the whole of [`set_cell`].
 #[derive(Debug)]
-pub struct CurrentCellWrites;
+pub(crate) struct CurrentCellWrites;
 
 impl BatchedStatement for CurrentCellWrites {
     const WRITES: bool = true;

@@ -2,13 +2,13 @@
 //!
 //! The records the operations act on (documents, catalog families, imports, companies, …)
 //! are created elsewhere in the platform and loaded here from a fixture file whose format
-//! is published as a JSON Schema ([`FIXTURE_SCHEMA`], `openapi/fixture.schema.json`).
+//! is published as a JSON Schema (`FIXTURE_SCHEMA`, `openapi/fixture.schema.json`).
 //!
 //! A load:
 //! 1. parses the file and validates it against the schema, reporting every violation with
 //!    the record and the field (`documents[3] (id "12"): /documents/3/scope: …`);
 //! 2. converts it into rows: ids parsed with [`crate::ids::parse`], timestamps with
-//!    [`crate::clock::parse_millis`], lists and objects stored as JSON text, each
+//!    `crate::clock::parse_millis`, lists and objects stored as JSON text, each
 //!    assistant import's issue counts computed with `crate::repos::takeoff::issue_counts`;
 //! 3. in ONE write transaction, checks the references the file makes against the file and
 //!    the database, then inserts every row in dependency order with `ON CONFLICT DO
@@ -31,7 +31,8 @@ use std::sync::OnceLock;
 
 /// The JSON Schema (draft 2020-12) of fixture files, as published in
 /// `openapi/fixture.schema.json`.
-pub const FIXTURE_SCHEMA: &str = include_str!("../../../../openapi/fixture.schema.json");
+#[cfg_attr(feature = "test-support", visibility::make(pub))]
+pub(crate) const FIXTURE_SCHEMA: &str = include_str!("../../../../openapi/fixture.schema.json");
 
 /// The kinds of records a load counts, in the order they are inserted.
 const KINDS: [&str; 21] = [
@@ -104,7 +105,8 @@ impl SeedReport {
     }
 
     /// Records that were there already, over all kinds.
-    pub fn present(&self) -> u64 {
+    #[cfg_attr(feature = "test-support", visibility::make(pub))]
+    pub(crate) fn present(&self) -> u64 {
         self.kinds.iter().map(|entry| entry.present).sum()
     }
 }
@@ -172,6 +174,7 @@ impl SeedError {
     }
 
     /// The problems of an [`SeedError::Invalid`] file (empty for other errors).
+    #[cfg(feature = "test-support")]
     pub fn problems(&self) -> &[SeedProblem] {
         match self {
             SeedError::Invalid(problems) => problems,
