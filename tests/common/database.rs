@@ -34,9 +34,7 @@
 
 use diesel::{Connection, RunQueryDsl};
 
-#[path = "reaper.rs"]
-mod reaper;
-use reaper::Reaper;
+use wpds_test_databases::Reaper;
 
 /// One test's own database; removed on drop.
 pub struct TestDatabase {

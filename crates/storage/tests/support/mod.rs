@@ -7,15 +7,17 @@
 use diesel::pg::PgConnection;
 use diesel::prelude::*;
 use std::path::Path;
+use wpds_test_databases::Reaper;
 
 /// A scratch database's name or file, removed when dropped.
 pub enum Cleanup {
     /// A SQLite file (and its WAL and shared memory).
     SqliteFile(std::path::PathBuf),
-    /// A PostgreSQL database of the server `admin_url` names.
+    /// A PostgreSQL database, handed to the process's reaper when dropped
+    /// (`wpds-test-databases`, the naming every crate's tests and CI's leak check share).
     PgDatabase {
-        /// The server's URL (its own database).
-        admin_url: String,
+        /// The server's reaper.
+        reaper: &'static Reaper,
         /// The scratch database.
         name: String,
     },
@@ -25,12 +27,7 @@ impl Drop for Cleanup {
     fn drop(&mut self) {
         match self {
             Cleanup::SqliteFile(path) => remove_sqlite_files(path),
-            Cleanup::PgDatabase { admin_url, name } => {
-                if let Ok(mut admin) = PgConnection::establish(admin_url) {
-                    let _ = diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                        .execute(&mut admin);
-                }
-            }
+            Cleanup::PgDatabase { reaper, name } => reaper.bury(std::mem::take(name)),
         }
     }
 }
@@ -62,12 +59,13 @@ pub fn with_database(url: &str, name: &str) -> String {
 /// Creates an empty PostgreSQL database on the server `admin_url` names: its URL, and
 /// what drops it.
 pub fn scratch_postgres(admin_url: &str) -> (String, Cleanup) {
-    let name = format!("wpds_test_{:016x}", rand::random::<u64>());
+    let reaper = Reaper::of(admin_url);
+    let name = reaper.name();
     let mut admin = PgConnection::establish(admin_url).expect("connect to TEST_DATABASE_URL");
     diesel::sql_query(format!("CREATE DATABASE {name}"))
         .execute(&mut admin)
         .expect("create the test database");
-    (with_database(admin_url, &name), Cleanup::PgDatabase { admin_url: admin_url.to_owned(), name })
+    (with_database(admin_url, &name), Cleanup::PgDatabase { reaper, name })
 }
 
 /// Removes a SQLite database file and its WAL and shared-memory files, whichever exist.

@@ -1,4 +1,5 @@
-//! The tests' PostgreSQL databases dropped off the tests' path.
+//! The tests' PostgreSQL databases dropped off the tests' path, and swept after a killed
+//! process.
 //!
 //! PostgreSQL 15 forces an immediate checkpoint for every `DROP DATABASE` (so the
 //! checkpointer forgets the dropped files before their OIDs can be reused): about 0.1 s on a
@@ -13,9 +14,9 @@
 //!   at most [`DRAIN_LIMIT`].
 //! - A process killed before it could drop its databases leaves them to the next one. Each
 //!   process keeps one session open on the server for as long as it runs, and names its
-//!   databases after that session's backend pid (`wpds_test_<pid>_<uuid>`). The first test
-//!   database a process makes sweeps every `wpds_test_<pid>_…` whose session is gone from
-//!   `pg_stat_activity`: its owner can no longer drop it.
+//!   databases after that session's backend pid ([`crate::name`]). The first test database a
+//!   process makes sweeps every one whose owner's session is gone from `pg_stat_activity`
+//!   ([`crate::OWNER_PATTERN`]): its owner can no longer drop it.
 
 use diesel::{Connection, PgConnection, RunQueryDsl};
 use std::sync::{Condvar, Mutex, OnceLock};
@@ -91,7 +92,7 @@ impl Reaper {
 
     /// A new database name of this process's.
     pub fn name(&self) -> String {
-        format!("wpds_test_{}_{}", self.owner, uuid::Uuid::new_v4().simple())
+        crate::name(self.owner, &uuid::Uuid::new_v4().simple().to_string())
     }
 
     /// Hands the database `name` over to be dropped.
@@ -153,7 +154,7 @@ impl Reaper {
 
     /// Waits until nothing is queued or being dropped, at most `limit`; how many databases
     /// were still left.
-    fn drain(&self, limit: Duration) -> usize {
+    pub fn drain(&self, limit: Duration) -> usize {
         // Never panics (it runs at exit, where a panic aborts): a poisoned queue is read as is.
         let deadline = Instant::now() + limit;
         let mut queue = self.queue.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -181,9 +182,9 @@ fn orphans(session: &mut PgConnection) -> Vec<String> {
     diesel::sql_query(
         // A name of another form gives NULL, which NOT IN leaves out.
         "SELECT datname FROM pg_database \
-         WHERE substring(datname FROM '^wpds_test_([0-9]{1,9})_')::int \
-               NOT IN (SELECT pid FROM pg_stat_activity)",
+         WHERE substring(datname FROM $1)::int NOT IN (SELECT pid FROM pg_stat_activity)",
     )
+    .bind::<diesel::sql_types::Text, _>(crate::OWNER_PATTERN)
     .load::<Orphan>(session)
     .expect("the server's databases are listed")
     .into_iter()
