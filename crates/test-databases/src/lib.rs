@@ -30,6 +30,15 @@ pub fn name(owner: i32, unique: &str) -> String {
 /// `substring(datname FROM …)`: it matches every name [`name`] makes, and no other.
 pub const OWNER_PATTERN: &str = "^wpds_test_([0-9]{1,9})_";
 
+/// The PostgreSQL server the tests name, itself and never a pooler:
+/// `TEST_DATABASE_DIRECT_URL` if set, else `TEST_DATABASE_URL`; `None` if neither names one.
+pub fn server_from_env() -> Option<String> {
+    std::env::var("TEST_DATABASE_DIRECT_URL")
+        .or_else(|_| std::env::var("TEST_DATABASE_URL"))
+        .ok()
+        .filter(|url| url.starts_with("postgres"))
+}
+
 /// The test databases on the server of `session`, by name: those left behind once every
 /// test process has ended.
 pub fn left(session: &mut PgConnection) -> diesel::QueryResult<Vec<String>> {

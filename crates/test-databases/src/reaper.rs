@@ -32,7 +32,7 @@ pub const DRAIN_LIMIT: Duration = Duration::from_secs(60);
 /// The bound keeps the checkpoints short. A database waiting to be dropped keeps the pages
 /// its copy dirtied (its 9 MB, through shared buffers), and every checkpoint writes them out:
 /// unbounded, beside a build, checkpoints took 30–60 s and the backlog grew to 200.
-const BACKLOG: usize = 8;
+pub const BACKLOG: usize = 8;
 
 /// Drops the test databases of one PostgreSQL server in the background (see the module's
 /// documentation).

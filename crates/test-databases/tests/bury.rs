@@ -3,16 +3,11 @@
 
 use diesel::{Connection, PgConnection, RunQueryDsl};
 use std::time::Duration;
-use wpds_test_databases::{Reaper, left};
+use wpds_test_databases::{Reaper, left, server_from_env};
 
-/// The server itself, never a pooler: `TEST_DATABASE_DIRECT_URL` if set, else
-/// `TEST_DATABASE_URL`.
+/// The server of TEST_DATABASE_URL, for a test ignored unless run with it.
 fn server() -> String {
-    std::env::var("TEST_DATABASE_DIRECT_URL")
-        .or_else(|_| std::env::var("TEST_DATABASE_URL"))
-        .ok()
-        .filter(|url| url.starts_with("postgres"))
-        .expect("this test needs PostgreSQL: set TEST_DATABASE_URL=postgres://USER@HOST:PORT/DB")
+    server_from_env().expect("this test needs PostgreSQL: set TEST_DATABASE_URL=postgres://USER@HOST:PORT/DB")
 }
 
 #[test]
