@@ -48,6 +48,12 @@ impl Application {
     /// system (`actix_web::rt::System`), as the workers need one; the error says what
     /// failed, for the one line `wpds serve` prints before exiting 1.
     pub async fn build(config: &ServeConfig) -> Result<Application, String> {
+        if let Some(defect) = wpds_storage::defects::seeded()? {
+            log::warn!(
+                "{}: the defect {defect:?} is seeded into this test build (scripts/cluster --defects): never serve clients with it",
+                wpds_storage::defects::VARIABLE
+            );
+        }
         let db_config = config.db_config();
         let wait = Duration::from_secs(config.db_wait_seconds);
         let waits = db_config.engine() == Engine::Postgres && !config.demo && !wait.is_zero();

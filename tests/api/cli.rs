@@ -178,6 +178,29 @@ fn healthcheck_exits_0_for_a_ready_server_and_1_naming_the_cause_otherwise() {
 }
 
 #[test]
+fn a_seeded_defect_the_build_does_not_know_stops_serve_naming_the_ones_it_does() {
+    // Arrange: a test build (the defects of crates/storage/src/defects.rs exist only there).
+    let db = ScratchFile::new("defect.sqlite3");
+
+    // Act
+    let refused = Command::new(env!("CARGO_BIN_EXE_wpds"))
+        .arg("serve")
+        .env("DATABASE_URL", db.url())
+        .env("WPDS_BIND", "127.0.0.1:0")
+        .env("WPDS_SEEDED_DEFECT", "no-such-defect")
+        .output()
+        .expect("wpds runs");
+
+    // Assert
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused.stderr));
+    let said = text(&refused.stderr);
+    assert!(
+        said.contains("\"no-such-defect\" names no seeded defect (known: lost-update, duplicate-export, wrong-409-version)"),
+        "{said}"
+    );
+}
+
+#[test]
 fn serve_demo_hands_out_tokens_that_live_a_day_and_the_root_leads_to_the_docs() {
     use std::io::BufRead;
     // Arrange: `wpds serve --demo` on a fresh file and a free port.

@@ -11,7 +11,8 @@
 //!
 //! Beside them, the vocabulary both speak: the tables (`schema`, one row struct per
 //! table in `models/`, named `…Row`), the errors ([`error`]), ids ([`ids`]) and times
-//! ([`clock`]); and the fixture loader ([`seed`]).
+//! ([`clock`]); the fixture loader ([`seed`]); and the defects test builds can seed on purpose
+//! for the soak's checker ([`defects`]).
 //!
 //! Rules:
 //! - One code path, two engines: [`engine::Database`] holds a pool of either engine and the
@@ -52,6 +53,7 @@
 //!   never names (nor names in what it uses). Anything else is `pub(crate)`.
 
 pub mod clock;
+pub mod defects;
 pub mod engine;
 pub mod error;
 pub mod ids;

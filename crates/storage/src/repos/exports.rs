@@ -22,6 +22,7 @@
 
 use crate::clock::{format_millis, now_millis};
 use crate::db_write;
+use crate::defects::{self, Defect};
 use crate::engine::DbConn;
 use crate::engine::Write;
 use crate::error::{RuleViolation, StoreError};
@@ -164,11 +165,18 @@ fn create_on(conn: &mut DbConn, new: NewExport) -> Result<CreatedExport, StoreEr
     let fingerprint = request_fingerprint(&new, Value::Object(configuration.clone()));
     let request_text = fingerprint.to_string();
     let configuration_text = Value::Object(configuration.clone()).to_string();
+    // Seeded (`defects`): the key looked up is never the one stored, and each request stores
+    // its own.
+    let (looked_up, stored_as) = if defects::on(Defect::DuplicateExport) {
+        (format!("{key}-never"), format!("{key}-{}", now_millis()))
+    } else {
+        (key.clone(), key.clone())
+    };
     db_write!(conn => {
         let stored = |conn: &mut _| {
             report_exports::table
                 .filter(report_exports::workspace_id.eq(workspace_id))
-                .filter(report_exports::request_key.eq(&key))
+                .filter(report_exports::request_key.eq(&looked_up))
                 .select((report_exports::request_body, report_exports::response_body))
                 .first::<(String, String)>(conn)
                 .optional()
@@ -189,7 +197,7 @@ fn create_on(conn: &mut DbConn, new: NewExport) -> Result<CreatedExport, StoreEr
         let inserted: Option<i64> = diesel::insert_into(report_exports::table)
             .values((
                 report_exports::workspace_id.eq(workspace_id),
-                report_exports::request_key.eq(&key),
+                report_exports::request_key.eq(&stored_as),
                 report_exports::request_body.eq(&request_text),
                 report_exports::response_body.eq(""),
                 report_exports::name.eq(&new.name),

@@ -19,6 +19,7 @@
 //! transaction, which checks the rules in the contract's order.
 
 use crate::clock::now_millis;
+use crate::defects::{self, Defect};
 use crate::engine::{BatchedStatement, DbConn, StatementConn, StatementFuture, Write};
 use crate::error::{StoreError, VersionConflict};
 use crate::ids::{self, SentId};
@@ -193,7 +194,7 @@ where
         out.push_bind_param::<Text, _>(&w.date)?;
         out.push_sql(" AND phase = ");
         out.push_bind_param::<Text, _>(w.phase.as_str())?;
-        out.push_sql(" AND version = ");
+        out.push_sql(if defects::on(Defect::LostUpdate) { " AND version >= " } else { " AND version = " });
         out.push_bind_param::<BigInt, _>(&w.expected_version)?;
         out.push_sql(" RETURNING id, project_id, entry_date, phase, hours_centi, note, billable, version");
         Ok(())
@@ -366,6 +367,10 @@ impl BatchedStatement for CurrentCellWrites {
     type Output = TimeLogEntry;
 
     fn key(write: &CellChange) -> Option<Self::Key> {
+        if defects::on(Defect::LostUpdate) {
+            // Seeded: every write meets the defect in `CurrentWrite`, none the batch's function.
+            return None;
+        }
         let (project_id, _) = current(write)?;
         Some((write.user_id, project_id, write.date.clone(), write.phase.as_str()))
     }
@@ -480,7 +485,7 @@ fn set_cell_on(conn: &mut DbConn, write: CellChange) -> Result<TimeLogEntry, Sto
         };
         Err(StoreError::VersionConflict(Box::new(VersionConflict {
             detail: format!("The cell is at version {current_version}, not {}.", write.expected_version),
-            current_version: Some(current_version),
+            current_version: Some(current_version + i64::from(defects::on(Defect::Wrong409Version))),
             current_revision: None,
             current: Some(current),
             conflicts: None,
