@@ -14,6 +14,7 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 const RECEIPTS: &str = "/v1/workspaces/1/projects/7/sync-updates/commercial-receipts";
+use wpds::rate_limit::WINDOW_SECS;
 use wpds_document::operations::{OperationInfo, collect};
 
 /// How long the authentication cache keeps the caller's look-ups where a test breaks or
@@ -118,14 +119,15 @@ fn the_examples_are_one_per_operation_of_the_document() {
 }
 
 /// Returns once at least 15 s are left of the rate limiter's current window (fixed windows
-/// of a minute, from the epoch: `src/rate_limit.rs`), so the few requests a test sends next
-/// are counted in one window. On a loaded machine a minute's boundary fell between a burst's
-/// third request and its fourth: the count started again and the fourth was not 429.
+/// of [`WINDOW_SECS`], from the epoch), so the few requests a test sends next are counted in
+/// one window. On a loaded machine a minute's boundary fell between a burst's third request
+/// and its fourth: the count started again and the fourth was not 429.
 fn within_one_window() {
+    let window = WINDOW_SECS as f64;
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("after the epoch");
-    let into = now.as_secs_f64() % 60.0;
-    if into > 45.0 {
-        std::thread::sleep(Duration::from_secs_f64(60.0 - into + 0.1));
+    let into = now.as_secs_f64() % window;
+    if into > window - 15.0 {
+        std::thread::sleep(Duration::from_secs_f64(window - into + 0.1));
     }
 }
 
