@@ -297,8 +297,9 @@ impl QueryFragment<Pg> for CurrentWrites<'_> {
 }
 
 impl<'a> CurrentWrites<'a> {
-    /// The writes of `writes`, each a current write ([`CurrentCellWrites::key`] is `Some`),
+    /// The writes of `writes`, each a current write (`CurrentCellWrites::key` is `Some`),
     /// stamped with the current time.
+    #[cfg_attr(feature = "test-support", visibility::make(pub))]
     fn new(writes: &'a [CellChange]) -> Result<Self, StoreError> {
         let mut batch = CurrentWrites {
             now: now_millis(),
