@@ -11,11 +11,12 @@
 //!
 //! | question | SQLite writer | PostgreSQL batcher |
 //! |---|---|---|
-//! | when is a batch taken? | when its connection comes free: whatever is queued then, never after a timer or a window ([`take`]) | the same, per worker thread and statement: when the lane's batch in flight (at most one) has answered |
+//! | when is a batch taken? | when its connection comes free: the first job queued, then each job queued behind it, one at a time while the batch runs, until none is left (never after a timer or a window) | per worker thread and statement, when the lane's batch in flight (at most one) has answered: whatever is queued then, at once ([`take`]) |
 //! | how large? | at most [`MAX_BATCH`] writes | the same, writes or reads |
 //! | a batch of one? | one job in its own transaction | the statement for one alone, as before work was batched ([`statement`]) |
 //! | which work may share it? | any write: each runs as a savepoint of the batch's transaction, in the order they came | a write's: those of one statement whose records differ (a second write of a record waits for the next batch, so a record's writes apply in the order they came); a read's: any of one statement, a key asked twice answered to each ([`BatchedStatement::WRITES`]) |
-//! | work whose request has given up, or whose deadline has passed? | not run: refused `Unavailable` at its turn ([`admit`]) | the same |
+//! | work whose deadline has passed? | not run: refused `Unavailable` at its turn ([`admit`]) | the same |
+//! | work whose request has given up? | run all the same: the writer does not look (its answer goes unread) | dropped unrun ([`take`]) |
 //! | when is it answered? | once its batch has committed: no write is acknowledged before | the same (the statement runs in autocommit: its rows come back once it has committed) |
 //! | a request whose deadline passes while its batch runs? | answered `Unavailable` at its deadline; its write may still commit | the same |
 //! | a batch that fails? | every write of it answers the batch's error, what it would have got alone in a transaction that failed so ([`failed`]) | the same, for writes and reads; a batch that waited too long for a lock (`is_lock_wait`) sends each of its members to its own connection, as one alone whose statement met the lock |

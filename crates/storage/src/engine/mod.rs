@@ -19,6 +19,31 @@
 //!   connections' state ([`SharedState`]), the spans of database calls (`in_child_span`),
 //!   a log line that repeats at most every few seconds ([`ThrottledLog`]).
 //!
+//! A time-log write, file by file (the batched write; every other write is steps 1, 3 and
+//! 4 without the statement):
+//!
+//! 1. `src/handlers/time_log.rs`: the handler makes the write (`CellChange::requested`) and
+//!    hands `repos::time_log::set_cell` of it to `AppState::write` with its request's budget.
+//! 2. `repos/time_log.rs`, `set_cell`: a [`Write`] of two parts, the common case as a batched
+//!    statement (`CurrentCellWrites`: its `key`, and `one` / `many`) and the rest
+//!    (`set_cell_on`: every rule, in the contract's order, in one transaction).
+//! 3. `work.rs`, [`Database::write`]: on SQLite, both parts as one job of the writer
+//!    (`Staged::blocking`: `one`, then the rest if `one` did not settle it); on PostgreSQL
+//!    (`Staged::batched`), a write with a `key` joins its thread's lane of that statement.
+//! 4. SQLite: `writer.rs` runs the job inside its batch's transaction and answers once the
+//!    batch has committed.
+//! 5. PostgreSQL: `pg_batcher.rs` takes what the lane holds (`batch.rs`, `take`) and runs it
+//!    (`work.rs`, `run_batch`) on a shared connection (`shared_pg.rs`) or, where there are
+//!    none, a pooled one (`db.rs`, `run_batch_until`); `batch.rs`'s `statement` runs `one`
+//!    for a batch of one (`CurrentWrite`, one `UPDATE`) and `many` for more
+//!    (`CurrentWrites`, a call of the function `time_log_current_writes`, in
+//!    `migrations/postgres/2026-11-29-000001_time_log_current_writes`).
+//! 6. Back in `work.rs`: each write gets its row by its place in the batch; a write the batch
+//!    did not settle (a first write, a conflict, an unknown project), or whose row it met
+//!    locked, runs the rest on a pooled connection, within what is left of its budget.
+//! 7. The handler gets the cell, or a [`crate::StoreError`] that `src/error.rs` maps to its
+//!    problem once.
+//!
 //! Inside: the r2d2 pools and migrations (`db.rs`), connections and transactions
 //! (`conn.rs`), the one way in (`work.rs`), what a batch is (`batch.rs`), the SQLite writer
 //! thread (`writer.rs`), PostgreSQL's batcher (`pg_batcher.rs`), the shared PostgreSQL

@@ -3,12 +3,21 @@
 //! caller's [`Budget`], and decide here, by engine and configuration, which connection
 //! serves it:
 //!
-//! | work | SQLite | PostgreSQL, or behind a pooler that keeps prepared statements | PostgreSQL behind a transaction pooler that keeps none |
+//! | work | SQLite | PostgreSQL, direct or behind a pooler that keeps prepared statements | PostgreSQL behind a pooler that keeps none |
 //! |---|---|---|---|
-//! | a read ([`Read::new`]) | a pooled connection, on the blocking threads | a pooled connection (behind a pooler, in one transaction, [`Database::run_until`]) | a pooled connection, in one transaction |
-//! | a write ([`Write::new`]) | the writer thread, batched ([`crate::engine::writer`]) | a pooled connection | a pooled connection, in one transaction |
-//! | work of a batched statement: a write's common case ([`Write::batched`]), or a read ([`Read::batched`]) | a write: the writer, the statement for it alone and the rest in one job; a read: a pooled connection | the thread's next batch of the statement ([`crate::engine::pg_batcher`]: one statement for many requests, on a shared, pipelining connection, [`crate::engine::shared_pg`]); a write's rest (when needed) on a pooled connection | the same batch on a pooled connection: as it is when the role's timeouts bound it, else in a transaction ([`Database::run_batch_until`]); a write's rest (when needed) in a transaction |
+//! | a read ([`Read::new`]) | a pooled connection | a pooled connection (behind a pooler, in a transaction) | a pooled connection, in a transaction |
+//! | a write ([`Write::new`]) | the writer's batch | a pooled connection | a pooled connection, in a transaction |
+//! | a batched write ([`Write::batched`]) | the writer's batch: the statement, then the rest | the thread's batch (1), then the rest (3) | the thread's batch (2), then the rest in a transaction (3) |
+//! | a batched read ([`Read::batched`]) | a pooled connection | the thread's batch (1) | the thread's batch (2) |
 //!
+//! 1. [`crate::engine::pg_batcher`]: one statement for the work of many requests, on a
+//!    shared, pipelining connection ([`crate::engine::shared_pg`]).
+//! 2. The same batch on a pooled connection ([`Database::run_batch_until`]): as it is when
+//!    the role's timeouts bound it, else in a transaction.
+//! 3. A write's rest runs only when the batch did not settle it, on a pooled connection.
+//!
+//! A pooled connection's work runs on the blocking threads ([`Database::run_until`] and
+//! its kin).
 //! What a batch is, on both engines: [`crate::engine::batch`].
 //!
 //! Callers never see which: they hand over the work and a budget, and get its result.
