@@ -134,6 +134,13 @@ pub struct ServeConfig {
     #[arg(long, env = "WPDS_TRUSTED_PROXIES", value_delimiter = ',')]
     pub trusted_proxies: Vec<std::net::IpAddr>,
 
+    /// Milliseconds a request's head (its line and headers) may take to arrive, from when
+    /// the connection opens or its previous request was answered; past it the answer is
+    /// 408 and the connection closes. Large bodies are checked off the threads that read
+    /// heads, so a flood of them does not hold a probe's head back.
+    #[arg(long, env = "WPDS_REQUEST_HEAD_TIMEOUT_MS", default_value_t = 5_000)]
+    pub request_head_timeout_ms: u64,
+
     /// Milliseconds a request body may take to arrive, from when the server starts reading
     /// it; past it the answer is 408 `request_timeout` and the connection closes.
     #[arg(long, env = "WPDS_BODY_TIMEOUT_MS", default_value_t = 10_000)]

@@ -3,6 +3,7 @@
 use crate::config::ServeConfig;
 use crate::handlers::Service;
 use crate::http::body::BodyReader;
+use crate::http::off_worker::OffWorker;
 use crate::http::{access_log, conformance, cors, docs, edge, endpoint, health};
 use crate::operations;
 use crate::state::AppState;
@@ -27,6 +28,9 @@ pub fn start(
         std::time::Duration::from_millis(config.body_timeout_ms),
         config.body_memory_mib.saturating_mul(1024 * 1024),
     ));
+    // Large bodies are checked off the workers, at most one per core at once.
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let off_worker = web::Data::new(OffWorker::new(cores)?);
     let state = web::Data::new(state);
     let edge = edge::Edge {
         compress: config.compression,
@@ -42,6 +46,7 @@ pub fn start(
             .app_data(state.clone())
             .app_data(service.clone())
             .app_data(body_reader.clone())
+            .app_data(off_worker.clone())
             // Inside the edge, so a preflight answer and every CORS-headed answer still get
             // the request id and the security headers.
             .wrap(Condition::new(!cors_origins.is_empty(), cors::policy(&cors_origins)))
@@ -60,6 +65,7 @@ pub fn start(
             .configure(operations::configure::<Service>)
             .default_service(web::to(endpoint::no_route))
     })
+    .client_request_timeout(std::time::Duration::from_millis(config.request_head_timeout_ms))
     .shutdown_timeout(config.shutdown_timeout)
     .disable_signals();
     let workers = worker_count(config);

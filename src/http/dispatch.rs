@@ -21,6 +21,7 @@
 
 use crate::error::ApiError;
 use crate::http::auth::{self, Checked, Refused};
+use crate::http::off_worker::{self, OffWorker};
 use crate::http::operation::{Operation, RequestContext, Respond};
 use crate::http::{access_log, body, problem, request_id};
 use crate::rate_limit::Standing;
@@ -173,7 +174,7 @@ where
 
 /// What [`serve`] needs of the contract's checks.
 struct Checks<'a> {
-    contract: &'a Contract,
+    contract: &'a Data<Contract>,
     /// The path's parameters, as routed.
     path: &'a [(&'a str, &'a str)],
     /// Whether they were checked already (before authorisation).
@@ -206,16 +207,48 @@ where
     } else {
         None
     };
-    let raw = RawRequest {
-        path,
-        query: req.query_string(),
-        headers: &RequestHeaders(req.headers()),
-        body: body.as_deref(),
-    };
-    let valid = telemetry::as_event("validation", async {
-        if path_checked { contract.validate_after_path(op.id, raw) } else { contract.validate(op.id, raw) }
-    })
-    .await
+    let large = body.as_ref().filter(|body| body.len() > off_worker::OFF_WORKER_BYTES);
+    let valid = match (large, req.app_data::<Data<OffWorker>>()) {
+        (Some(large), Some(pool)) => {
+            // Owned, for the pool's thread: the body's bytes are shared, not copied.
+            let contract = Data::clone(contract).into_inner();
+            let path: Vec<(String, String)> =
+                path.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+            let (query, headers, body) =
+                (req.query_string().to_owned(), req.headers().clone(), large.clone());
+            let check = move || {
+                let path: Vec<(&str, &str)> = path.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+                let raw = RawRequest {
+                    path: &path,
+                    query: &query,
+                    headers: &RequestHeaders(&headers),
+                    body: Some(&body),
+                };
+                if path_checked {
+                    contract.validate_after_path(op.id, raw)
+                } else {
+                    contract.validate(op.id, raw)
+                }
+            };
+            telemetry::as_event("validation", pool.run(check)).await?
+        }
+        _ => {
+            let raw = RawRequest {
+                path,
+                query: req.query_string(),
+                headers: &RequestHeaders(req.headers()),
+                body: body.as_deref(),
+            };
+            telemetry::as_event("validation", async {
+                if path_checked {
+                    contract.validate_after_path(op.id, raw)
+                } else {
+                    contract.validate(op.id, raw)
+                }
+            })
+            .await
+        }
+    }
     .map_err(ApiError::Validation)?;
     if op.statuses.contains(&422) && may_hold_nul(body.as_deref(), req.query_string(), path) {
         let nul = nul_characters(&valid);

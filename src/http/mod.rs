@@ -12,6 +12,7 @@ pub mod docs;
 pub mod edge;
 pub mod endpoint;
 pub mod health;
+pub mod off_worker;
 pub mod operation;
 pub mod problem;
 pub mod request_id;
