@@ -1,6 +1,6 @@
 //! `wpds`: the Workspace Project-Data Service command line.
 //!
-//! `serve` runs the HTTP server; `migrate`, `seed`, `token issue` and `token revoke` are
+//! `serve` runs the HTTP server; `migrate`, `seed`, `backup`, `token issue` and `token revoke` are
 //! the operator's tools; `healthcheck` asks a running server whether it is ready (a container's
 //! `HEALTHCHECK`, with no shell or curl in the image). Every setting comes from a flag or its environment variable (`--help` lists
 //! both and the defaults).
@@ -45,6 +45,16 @@ enum Command {
     Seed {
         /// The fixture file.
         file: std::path::PathBuf,
+        #[command(flatten)]
+        database: DatabaseArgs,
+    },
+    /// Copy a SQLite database to a new file while servers keep serving it: a consistent
+    /// snapshot, committed writes in its WAL included (PostgreSQL: use pg_dump). Restore by
+    /// stopping the servers and putting the copy in the database's place.
+    Backup {
+        /// The new file (it must not exist).
+        #[arg(long)]
+        to: std::path::PathBuf,
         #[command(flatten)]
         database: DatabaseArgs,
     },
@@ -132,6 +142,7 @@ fn main() -> ExitCode {
         Command::Migrate { check: false, database } => migrate(&database),
         Command::Migrate { check: true, database } => check_migrations(&database),
         Command::Seed { file, database } => load_fixture(&file, &database),
+        Command::Backup { to, database } => back_up(&to, &database),
         Command::Token { command: TokenCommand::Issue { user, database, tokens } } => {
             issue_token(&user, &database, &tokens)
         }
@@ -198,6 +209,33 @@ fn load_fixture(file: &std::path::Path, database: &DatabaseArgs) -> Result<(), S
     let db = open(&one_shot(database))?;
     let report = seed::load(&db, &text).map_err(|e| format!("{}: {e}", file.display()))?;
     println!("{report}");
+    Ok(())
+}
+
+/// `wpds backup --to FILE`: the copy, flushed to disk, and a line saying what it holds.
+fn back_up(to: &std::path::Path, database: &DatabaseArgs) -> Result<(), String> {
+    if to.exists() {
+        return Err(format!("{} exists: a backup goes to a new file", to.display()));
+    }
+    let config = one_shot(database).db_config();
+    if config.engine() == wpds_storage::Engine::Postgres {
+        return Err(
+            "a PostgreSQL database is backed up with pg_dump (docs/operations.md, \"Backup and restore\")"
+                .to_owned(),
+        );
+    }
+    if !std::path::Path::new(config.sqlite_path()).is_file() {
+        return Err(format!("no SQLite database at {}", config.sqlite_path()));
+    }
+    // Connected, never migrated: the copy is of the database as it is.
+    let db = Database::connect(&config).map_err(|e| e.to_string())?;
+    let started = std::time::Instant::now();
+    db.back_up_into(to).map_err(|e| format!("the backup to {} failed: {e}", to.display()))?;
+    let file =
+        std::fs::File::open(to).map_err(|e| format!("cannot open the backup {}: {e}", to.display()))?;
+    file.sync_all().map_err(|e| format!("cannot flush the backup {} to disk: {e}", to.display()))?;
+    let bytes = file.metadata().map_err(|e| e.to_string())?.len();
+    println!("backed up to {} ({bytes} bytes, {:.1} s)", to.display(), started.elapsed().as_secs_f64());
     Ok(())
 }
 

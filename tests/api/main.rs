@@ -12,6 +12,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod admin;
 mod auth;
+mod backup;
 mod catalog;
 mod categories;
 mod cli;

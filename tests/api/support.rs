@@ -327,6 +327,12 @@ impl TestApp {
         }
     }
 
+    /// The server's database on the PostgreSQL server itself, never through a pooler (its
+    /// URL, for SQLite): for tools such as `pg_dump` that need a session of their own.
+    pub fn direct_database_url(&self) -> String {
+        self._database.direct_url()
+    }
+
     /// Starts a request.
     pub fn request(&self, method: &str, path: &str) -> RequestBuilder<'_> {
         RequestBuilder {

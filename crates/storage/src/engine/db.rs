@@ -220,7 +220,7 @@ impl DbConfig {
     }
 
     /// The SQLite file path of a `sqlite://PATH` or bare-path URL.
-    fn sqlite_path(&self) -> &str {
+    pub fn sqlite_path(&self) -> &str {
         self.url.strip_prefix("sqlite://").or_else(|| self.url.strip_prefix("sqlite:")).unwrap_or(&self.url)
     }
 }
@@ -892,6 +892,30 @@ impl Database {
         }?;
         crate::engine::secrets::provision(&mut conn)?;
         Ok(applied)
+    }
+
+    /// Writes a copy of the SQLite database to the new file `to`, online: one read of a
+    /// consistent snapshot (`VACUUM INTO`), committed writes in the WAL included, beside the
+    /// writer and the readers. It refuses a file that exists. On PostgreSQL it refuses:
+    /// `pg_dump` takes that engine's backups (`docs/operations.md`).
+    pub fn back_up_into(&self, to: &std::path::Path) -> Result<(), StoreError> {
+        let to = to.to_str().ok_or_else(|| {
+            StoreError::Internal(format!("the backup's path {} is not UTF-8", to.display()))
+        })?;
+        match &mut self.conn()? {
+            DbConn::Sqlite(conn) => {
+                use diesel::RunQueryDsl;
+                diesel::sql_query("VACUUM INTO ?")
+                    .bind::<diesel::sql_types::Text, _>(to)
+                    .execute(&mut **conn)
+                    .map(drop)
+                    .map_err(StoreError::from)
+            }
+            DbConn::Postgres(_) => Err(StoreError::Internal(
+                "a PostgreSQL database is backed up with pg_dump (docs/operations.md, \"Backup and restore\")"
+                    .to_owned(),
+            )),
+        }
     }
 
     /// [`Database::ping`] on `conn`: whether the database serves now (see there).
