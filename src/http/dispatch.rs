@@ -37,7 +37,9 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use wpds_contract::problem::ProblemCode;
 use wpds_contract::types::{ProblemError, ProblemErrorIn};
-use wpds_contract::validation::{Contract, HeaderSource, RawRequest, ValidRequest, nul_characters};
+use wpds_contract::validation::{
+    Contract, HeaderSource, RawRequest, ValidRequest, Violations, nul_characters,
+};
 
 /// A validated request, read into the operation's generated types on demand.
 pub struct Input {
@@ -224,11 +226,7 @@ where
                     headers: &RequestHeaders(&headers),
                     body: Some(&body),
                 };
-                if path_checked {
-                    contract.validate_after_path(op.id, raw)
-                } else {
-                    contract.validate(op.id, raw)
-                }
+                validate(&contract, op, path_checked, raw)
             };
             telemetry::as_event("validation", pool.run(check)).await?
         }
@@ -239,14 +237,7 @@ where
                 headers: &RequestHeaders(req.headers()),
                 body: body.as_deref(),
             };
-            telemetry::as_event("validation", async {
-                if path_checked {
-                    contract.validate_after_path(op.id, raw)
-                } else {
-                    contract.validate(op.id, raw)
-                }
-            })
-            .await
+            telemetry::as_event("validation", async { validate(contract, op, path_checked, raw) }).await
         }
     }
     .map_err(ApiError::Validation)?;
@@ -274,6 +265,17 @@ where
         Some(body) => response.insert_header((CONTENT_TYPE, "application/json")).body(body),
         None => response.finish(),
     })
+}
+
+/// The document's checks of `raw` for `op`; its path is read, not checked again, when
+/// `path_checked` (checked before authorisation).
+fn validate(
+    contract: &Contract,
+    op: &Operation,
+    path_checked: bool,
+    raw: RawRequest<'_>,
+) -> Result<ValidRequest, Violations> {
+    if path_checked { contract.validate_after_path(op.id, raw) } else { contract.validate(op.id, raw) }
 }
 
 /// Whether any string of the request can hold U+0000, judged on the raw input: JSON writes
