@@ -17,7 +17,7 @@ use std::time::Duration;
 use wpds_contract::types::SetTimeLogCellRequest;
 use wpds_storage::engine::DbConn;
 use wpds_storage::repos::time_log::{CellChange, CurrentWrite, CurrentWrites, set_cell};
-use wpds_storage::{Database, DbConfig};
+use wpds_storage::{Database, DbConfig, db_run};
 
 const DEMO: &str = include_str!("../../../fixtures/demo.json");
 
@@ -74,50 +74,38 @@ fn rolled_back<C: Connection>(conn: &mut C, statement: impl FnOnce(&mut C) -> An
 /// Every statement of `db`'s engine, by name, run on each case; the answers that differ
 /// from the table.
 fn disagreements(db: &Database) -> Vec<String> {
-    let mut conn = db.conn().unwrap();
+    let mut pooled = db.conn().unwrap();
     let mut found = Vec::new();
     for (what, write, expected) in cases() {
         let project = write.project_id.record().unwrap();
         let hours = 225;
         let mut answers: Vec<(&str, Answer)> = Vec::new();
-        match &mut conn {
-            DbConn::Sqlite(conn) => {
-                let single = rolled_back(&mut **conn, |conn| {
-                    CurrentWrite::new(&write, project, hours)
-                        .get_result::<Row>(conn)
-                        .optional()
-                        .unwrap()
-                        .and_then(answer)
-                });
-                answers.push(("CurrentWrite", single));
-            }
-            DbConn::Postgres(conn) => {
-                let single = rolled_back(&mut **conn, |conn| {
-                    CurrentWrite::new(&write, project, hours)
-                        .get_result::<Row>(conn)
-                        .optional()
-                        .unwrap()
-                        .and_then(answer)
-                });
-                answers.push(("CurrentWrite", single));
-                let batch_of_one = rolled_back(&mut **conn, |conn| {
-                    let writes = [write.clone()];
-                    let rows: Vec<(i64, Row)> = CurrentWrites::new(&writes).unwrap().load(conn).unwrap();
-                    rows.into_iter().next().and_then(|(slot, row)| {
-                        assert_eq!(slot, 1, "{what}: the only write's slot");
-                        answer(row)
-                    })
-                });
-                answers.push(("CurrentWrites, the write alone", batch_of_one));
-                // Beside a write of another cell, in the second slot: the batch answers each
-                // write by its slot, the case's as it would alone.
-                let beside = rolled_back(&mut **conn, |conn| {
-                    let writes = [change(1, 5, "2026-03-09", "general", 1), write.clone()];
-                    let rows: Vec<(i64, Row)> = CurrentWrites::new(&writes).unwrap().load(conn).unwrap();
-                    rows.into_iter().find(|(slot, _)| *slot == 2).and_then(|(_, row)| answer(row))
-                });
-                answers.push(("CurrentWrites, second of two", beside));
-            }
+        // Both engines: the one-cell statement (db_run! compiles it once per engine).
+        let single = {
+            let conn = &mut pooled;
+            db_run!(conn => rolled_back(conn, |conn| {
+                CurrentWrite::new(&write, project, hours).get_result::<Row>(conn).optional().unwrap().and_then(answer)
+            }))
+        };
+        answers.push(("CurrentWrite", single));
+        if let DbConn::Postgres(conn) = &mut pooled {
+            let batch_of_one = rolled_back(&mut **conn, |conn| {
+                let writes = [write.clone()];
+                let rows: Vec<(i64, Row)> = CurrentWrites::new(&writes).unwrap().load(conn).unwrap();
+                rows.into_iter().next().and_then(|(slot, row)| {
+                    assert_eq!(slot, 1, "{what}: the only write's slot");
+                    answer(row)
+                })
+            });
+            answers.push(("CurrentWrites, the write alone", batch_of_one));
+            // Beside a write of another cell, in the second slot: the batch answers each
+            // write by its slot, the case's as it would alone.
+            let beside = rolled_back(&mut **conn, |conn| {
+                let writes = [change(1, 5, "2026-03-09", "general", 1), write.clone()];
+                let rows: Vec<(i64, Row)> = CurrentWrites::new(&writes).unwrap().load(conn).unwrap();
+                rows.into_iter().find(|(slot, _)| *slot == 2).and_then(|(_, row)| answer(row))
+            });
+            answers.push(("CurrentWrites, second of two", beside));
         }
         for (statement, answer) in answers {
             if answer != expected {
