@@ -1,0 +1,145 @@
+//! Issue 67, point 3: a restore to a point in time on PostgreSQL, as `docs/operations.md`
+//! tells operators to take and restore one. The test's own primary archives its WAL
+//! (`archive_mode`, `archive_command`); while four writers write new cells through the
+//! server, a base backup is taken (`pg_basebackup`), then a moment is chosen (the primary's
+//! `clock_timestamp()`), the writers go on, and the primary is lost. A server restored from
+//! the base backup and the archive to that moment (`restore_command`,
+//! `recovery_target_time`, promoted at the target), with `wpds serve` started on it:
+//! - holds every write acknowledged before the moment, and none of those sent after it;
+//! - takes the access token and the refresh token issued before the backup, and reads the
+//!   receipts cursor handed out before it as the server before did.
+//!
+//! It needs PostgreSQL's server binaries (`postgres_nodes.rs`), not `TEST_DATABASE_URL`.
+
+use crate::harness::{Server, agent, free_port, issue_pair, seed, wait_until};
+use crate::new_cells::{Writes, stored_dates, write_until};
+use crate::postgres_nodes::{Node, UNPRIVILEGED, append, directory, is_root, path, pg, psql_on};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// The note of the writers' cells.
+const NOTE: &str = "point-in-time";
+const RECEIPTS: &str = "/v1/workspaces/1/projects/7/sync-updates/commercial-receipts";
+
+/// The test's servers and files, stopped and removed when dropped.
+struct Site {
+    dir: PathBuf,
+    nodes: Vec<Node>,
+}
+
+impl Drop for Site {
+    fn drop(&mut self) {
+        for node in &self.nodes {
+            node.stop_if_running();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// `GET` of `path` on `base` with `token`: the status and the body.
+fn get(base: &str, path: &str, token: &str) -> (u16, Value) {
+    let mut answer = agent()
+        .get(format!("{base}{path}"))
+        .header("Authorization", format!("Bearer {token}"))
+        .call()
+        .unwrap();
+    (answer.status().as_u16(), answer.body_mut().read_json().unwrap_or(Value::Null))
+}
+
+#[test]
+#[ignore = "needs PostgreSQL's server binaries (initdb, pg_ctl, pg_basebackup): run with --include-ignored"]
+fn a_base_backup_and_the_archived_wal_restore_every_write_acknowledged_before_the_chosen_moment_and_none_after()
+ {
+    // Arrange: a primary archiving its WAL, the demo data, a server on it; what it handed
+    // out (a login's tokens, a cursor and the page it reads); writers writing.
+    let mut site = Site { dir: directory("wpds-point-in-time"), nodes: Vec::new() };
+    let archive = site.dir.join("archive");
+    let base_backup = site.dir.join("base");
+    std::fs::create_dir(&archive).unwrap();
+    if is_root() {
+        std::os::unix::fs::chown(&archive, Some(UNPRIVILEGED), Some(UNPRIVILEGED)).unwrap();
+    }
+    let archiving = format!("archive_mode = on\narchive_command = 'cp %p {}/%f'\n", path(&archive));
+    site.nodes.push(Node::initdb(&site.dir, "primary", &archiving));
+    let primary = &site.nodes[0];
+    psql_on(&primary.url("postgres"), "CREATE DATABASE wpds");
+    let url = primary.url("wpds");
+    let token = seed(&url);
+    let (access, refresh) = issue_pair(&url);
+    let server = Server::start(&url);
+    let (status, first) = get(&server.base, &format!("{RECEIPTS}?limit=5"), &access);
+    assert_eq!(status, 200, "{first}");
+    let cursor = first["nextCursor"].as_str().expect("a cursor").to_owned();
+    let (_, page) = get(&server.base, &format!("{RECEIPTS}?limit=5&cursor={cursor}"), &access);
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers = write_until(&server, &token, &stop, NOTE);
+    std::thread::sleep(Duration::from_millis(500));
+
+    // Act: the base backup while they write; a second later the moment to restore to; a
+    // second more of writes; then the primary's last WAL archived and the primary lost.
+    let from = primary.port.to_string();
+    pg(
+        "pg_basebackup",
+        &["-h", "127.0.0.1", "-p", &from, "-U", "postgres", "-D", path(&base_backup), "-c", "fast"],
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    let before_moment = Instant::now();
+    let moment = psql_on(&primary.url("postgres"), "SELECT clock_timestamp()").trim().to_owned();
+    let after_moment = Instant::now();
+    std::thread::sleep(Duration::from_secs(1));
+    stop.store(true, Ordering::SeqCst);
+    let writes: Vec<Writes> = writers.into_iter().map(|w| w.join().expect("a writer")).collect();
+    psql_on(&primary.url("postgres"), "SELECT pg_switch_wal()");
+    primary.stop("fast"); // a clean stop archives every finished segment first
+    drop(server);
+    // The restore: the base backup's data directory, the archive, the moment.
+    let restored = Node { data: base_backup, port: free_port() };
+    let recovery = format!(
+        "port = {}\narchive_mode = off\nrestore_command = 'cp {}/%f %p'\nrecovery_target_time = '{moment}'\n\
+         recovery_target_action = 'promote'\n",
+        restored.port,
+        path(&archive)
+    );
+    append(&restored.data.join("postgresql.conf"), &recovery);
+    std::fs::write(restored.data.join("recovery.signal"), "").unwrap();
+    restored.start();
+    site.nodes.push(restored);
+    let restored = &site.nodes[1];
+    wait_until("the restore reaches its moment and is promoted", Duration::from_secs(60), || {
+        psql_on(&restored.url("postgres"), "SELECT pg_is_in_recovery()").trim() == "f"
+    });
+    let on_restored = Server::start(&restored.url("wpds"));
+
+    // Assert: what was acknowledged before the moment is there, what was sent after is not ...
+    let stored = stored_dates(&restored.url("wpds"), NOTE);
+    let answers: Vec<_> = writes.iter().flat_map(|w| &w.answers).collect();
+    let before: Vec<&String> =
+        answers.iter().filter(|a| a.status == 200 && a.answered < before_moment).map(|a| &a.day).collect();
+    let after: Vec<&String> = answers.iter().filter(|a| a.sent > after_moment).map(|a| &a.day).collect();
+    assert!(
+        before.len() >= 20 && after.len() >= 20,
+        "writes before {} and after {}",
+        before.len(),
+        after.len()
+    );
+    let missing: Vec<_> = before.iter().filter(|day| !stored.contains(**day)).collect();
+    assert!(missing.is_empty(), "{} acknowledged before the moment, missing: {missing:?}", before.len());
+    let beyond: Vec<_> = after.iter().filter(|day| stored.contains(**day)).collect();
+    assert!(beyond.is_empty(), "{} sent after the moment, restored all the same: {beyond:?}", after.len());
+    // ... and what the server handed out before the backup works on the restored one.
+    let (status, again) = get(&on_restored.base, &format!("{RECEIPTS}?limit=5&cursor={cursor}"), &access);
+    assert_eq!((status, &again), (200, &page), "the cursor issued before reads the same page");
+    let refreshed = agent()
+        .post(format!("{}/v1/auth/refresh", on_restored.base))
+        .send_json(json!({ "refreshToken": refresh }))
+        .unwrap();
+    assert_eq!(refreshed.status().as_u16(), 200, "the refresh token issued before refreshes");
+    eprintln!(
+        "point in time: {} acknowledged before the moment, all restored; {} sent after it, none restored",
+        before.len(),
+        after.len()
+    );
+}
