@@ -3,7 +3,10 @@
 
 Schedule: a steady minute (a sixth of the run, at most 60 s), then the faults in a repeating
 order (`FAULTS`), each after a random gap (seeded; the seed is printed), every kind at least
-once, then as long steady again. Each fault is injected and cleared by this module; the times of both
+once, then as long steady again. An upgrade soak (`upgrade`: the cluster started on an
+earlier build) begins its faults with `UPGRADE`, once each: every instance replaced in turn by
+this checkout's build (the first migrates the schema while the earlier build still serves),
+one instance rolled back to the earlier build on the migrated schema, then forward again. Each fault is injected and cleared by this module; the times of both
 are kept, and after each the time to the first 2xx sent once it cleared (for a failover:
 once the primary stopped) is its recovery.
 
@@ -23,6 +26,9 @@ import checker
 import clients
 
 FAULTS = ["kill", "rolling", "pooler-kill", "pooler-pause", "freeze", "failover"]
+# The upgrade soak's steps, each once, before the faults: restarts by draining, like "rolling".
+UPGRADE = ["upgrade", "rollback", "forward"]
+RESTARTS = ["rolling"] + UPGRADE
 # What each kind must recover within once cleared (seconds), and what "cleared" is.
 RECOVERY = {"kill": 1.0, "pooler-kill": 2.0, "pooler-pause": 2.0, "freeze": 1.0, "failover": 10.0}
 FREEZE_SECONDS = 5.0
@@ -32,9 +38,12 @@ PAUSE_SECONDS = 3.0
 class Soak:
     """One run: clients, faults, and what they saw."""
 
-    def __init__(self, cluster, token, seconds, seed, faults=True, cells=4, writers_per_cell=3, fresh=2, exporters=2,
-                 walkers=2):
+    def __init__(self, cluster, token, seconds, seed, faults=True, upgrade=None, cells=4, writers_per_cell=3, fresh=2,
+                 exporters=2, walkers=2):
+        """`upgrade`: an `Upgrade` when the cluster runs an earlier build to be rolled to this one."""
         self.cluster, self.token, self.seconds, self.seed = cluster, token, seconds, seed
+        self.upgrade = upgrade
+        self.once = UPGRADE if upgrade else []
         self.kinds = FAULTS if faults else []
         self.random = random.Random(seed)
         self.stop = threading.Event()
@@ -63,8 +72,10 @@ class Soak:
         end = started + self.seconds - steady
         # Every kind at least once, however short the run; then a steady stretch as long as
         # the first, whatever the last fault took.
-        while self.kinds and (time.monotonic() < end or order < len(self.kinds)):
-            kind = self.kinds[order % len(self.kinds)]
+        while order < len(self.once) or (self.kinds and (time.monotonic() < end or
+                                                         order < len(self.once) + len(self.kinds))):
+            kind = self.once[order] if order < len(self.once) else \
+                self.kinds[(order - len(self.once)) % len(self.kinds)]
             order += 1
             fault = {"kind": kind, "wall": time.strftime("%H:%M:%S", time.gmtime())}
             getattr(self, "inject_" + kind.replace("-", "_"))(fault)
@@ -75,7 +86,7 @@ class Soak:
             gap = self.random.uniform(4.0, 12.0) if self.seconds < 600 else self.random.uniform(10.0, 40.0)
             time.sleep(max(0.0, min(gap, end - time.monotonic())))
         self.steady = steady
-        time.sleep(steady if self.kinds else max(0.0, started + self.seconds - time.monotonic()))
+        time.sleep(steady if self.kinds or self.once else max(0.0, started + self.seconds - time.monotonic()))
         self.ended = time.monotonic()
         self.stop.set()
         for client in self.clients:
@@ -97,11 +108,43 @@ class Soak:
     def inject_rolling(self, fault):
         fault["injected"] = time.monotonic()
         for instance in self.cluster.instances:
-            self.note_memory(instance, "end")
-            instance.signal(signal.SIGTERM)
-            instance.wait()
-            instance.start()
-            time.sleep(1.0)  # two good health checks put it back in rotation
+            self.restart(instance, instance.binary)
+        fault["cleared"] = time.monotonic()
+
+    def restart(self, instance, binary):
+        """`instance` drained (SIGTERM), then started again on `binary`."""
+        self.note_memory(instance, "end")
+        instance.signal(signal.SIGTERM)
+        instance.wait()
+        instance.binary = binary
+        instance.start()
+        time.sleep(1.0)  # two good health checks put it back in rotation
+
+    def inject_upgrade(self, fault):
+        up = self.upgrade
+        fault["injected"] = time.monotonic()
+        fault["migrations before"] = self.cluster.migrations()
+        if up.plant:
+            # The planted migration, applied as the new build's first instance would apply
+            # it: the earlier build serves on the schema it leaves for a while, alone.
+            self.cluster.execute(up.plant)
+            fault["planted"] = up.plant
+            time.sleep(2.0)
+        for number, instance in enumerate(self.cluster.instances):
+            self.restart(instance, up.new)
+            if number == 0:
+                fault["migrations after the first"] = self.cluster.migrations()
+                fault["first new"] = time.monotonic()
+        fault["cleared"] = time.monotonic()
+
+    def inject_rollback(self, fault):
+        fault["injected"] = time.monotonic()
+        self.restart(self.cluster.instances[0], self.upgrade.old)
+        fault["cleared"] = time.monotonic()
+
+    def inject_forward(self, fault):
+        fault["injected"] = time.monotonic()
+        self.restart(self.cluster.instances[0], self.upgrade.new)
         fault["cleared"] = time.monotonic()
 
     def inject_pooler_kill(self, fault):
@@ -166,7 +209,8 @@ class Soak:
         self._starts = [f["injected"] for f in self.faults]
         sent = [a["t0"] for a in history]
         verdicts = checker.check(history, snapshot, documented)
-        rows = collections.OrderedDict((kind, collections.Counter()) for kind in ["steady"] + FAULTS)
+        rows = collections.OrderedDict((kind, collections.Counter()) for kind in ["steady"] + self.once + FAULTS
+                                       if kind == "steady" or kind in self.once or kind in self.kinds)
         latencies = collections.defaultdict(list)
         for a in history:
             period = self.period_of(a["t0"])
@@ -204,13 +248,25 @@ class Soak:
             if fault["kind"] in RECOVERY and took > RECOVERY[fault["kind"]]:
                 late.append(f"{fault['kind']} at {fault['injected'] - self.started:.1f} s: first 2xx "
                             f"{took:.2f} s after it cleared (at most {RECOVERY[fault['kind']]} s)")
-        # A rolling restart's failures: requests sent while it ran and answered before the next
-        # fault came, with no answer, the proxy's, or a 5xx.
-        windows = [(f["injected"], f["cleared"], nxt["injected"] if nxt else float("inf"))
-                   for f, nxt in zip(self.faults, self.faults[1:] + [None]) if f["kind"] == "rolling"]
-        rolling_failed = sum(1 for a in history for start, cleared, following in windows
-                             if start <= a["t0"] <= cleared and a["t1"] < following
-                             and (a["status"] is None or a.get("origin") == "proxy" or a["status"] >= 500))
+        # A restart's failures (rolling, or a step of the upgrade): requests sent while it ran
+        # and answered before the next fault came, with no answer, the proxy's, or a 5xx.
+        failed = collections.defaultdict(list)
+        for f, nxt in zip(self.faults, self.faults[1:] + [None]):
+            if f["kind"] in RESTARTS:
+                following = nxt["injected"] if nxt else float("inf")
+                failed[f["kind"]] += [a for a in history if f["injected"] <= a["t0"] <= f["cleared"]
+                                      and a["t1"] < following and (a["status"] is None or a.get("origin") == "proxy"
+                                                                   or a["status"] >= 500)]
+        rolling_failed = len(failed["rolling"])
+        if self.upgrade:
+            # Not a target but a verdict: the upgrade's promise, whatever the machine's load.
+            during = [a for f in self.faults if f["kind"] in UPGRADE for a in history
+                      if f["injected"] <= a["t0"] <= f["cleared"]]
+            broken = [a for kind in UPGRADE for a in failed[kind]]
+            first_new = next(f["first new"] for f in self.faults if f["kind"] == "upgrade")
+            verdicts.append(checker.Verdict("requests failed across the upgrade, the rollback and forward again",
+                                            checked=len(during), broken=len(broken),
+                                            examples=[self.failed_example(a, first_new) for a in broken[:5]]))
         lines = ["", "| period | injected | requests | 2xx | 409 | 503 | cut | proxy's own | other | p99 (ms) | "
                  "longest recovery (s) |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for period, row in rows.items():
@@ -242,6 +298,14 @@ class Soak:
         with open(out / "faults.json", "w") as f:
             json.dump({"seed": self.seed, "faults": self.faults, "memory": self.memory}, f, indent=1, default=str)
         return any(v.broken for v in verdicts), any(not met for _, _, met in extra)
+
+    def failed_example(self, a, first_new):
+        """A request that failed during the upgrade's steps, said in a line."""
+        answer = "no answer" if a["status"] is None else str(a["status"])
+        if a.get("origin") == "proxy":
+            answer += " (the proxy's own)"
+        when = " (the earlier build alone served)" if a["t0"] < first_new else ""
+        return f"{a['op']} sent {a['t0'] - self.started:.1f} s in, during {self.period_of(a['t0'])}{when}: {answer}"
 
     def targets(self, history, rolling_failed, late):
         """The run's targets beyond the verdicts: (name, figure, met)."""
