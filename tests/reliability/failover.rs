@@ -19,7 +19,7 @@
 
 use crate::harness::{Server, free_port, seed};
 use crate::new_cells::{Writes, stored_dates, write_until};
-use crate::postgres_nodes::{Node, append, directory, path, pg, psql_on};
+use crate::postgres_nodes::{Node, append, directory, path, pg};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -64,14 +64,14 @@ impl Cluster {
         // Made on the primary alone (after the base backup copied its configuration): the
         // promoted replica, with no standby of its own, must not wait for one.
         let state = if synchronous {
-            psql(&cluster.primary, "ALTER SYSTEM SET synchronous_standby_names = '*'");
-            psql(&cluster.primary, "SELECT pg_reload_conf()");
+            cluster.primary.psql("ALTER SYSTEM SET synchronous_standby_names = '*'");
+            cluster.primary.psql("SELECT pg_reload_conf()");
             "sync"
         } else {
             "async"
         };
         crate::harness::wait_until("the replica streams", Duration::from_secs(15), || {
-            psql(&cluster.primary, "SELECT sync_state FROM pg_stat_replication").trim() == state
+            cluster.primary.psql("SELECT sync_state FROM pg_stat_replication").trim() == state
         });
         cluster
     }
@@ -95,18 +95,12 @@ impl Drop for Cluster {
     }
 }
 
-/// Runs `sql` on `node`'s database `postgres` and returns what it printed (unaligned,
-/// tuples only).
-fn psql(node: &Node, sql: &str) -> String {
-    psql_on(&node.url("postgres"), sql)
-}
-
 /// Writes through a failover: the primary is stopped in `mode` (`pg_ctl stop -m`), then
 /// the replica is promoted; asserts the promise of the module's documentation.
 fn fail_over(synchronous: bool, mode: &str) {
     // Arrange: the cluster, the demo data on it, a server on both nodes, writes flowing.
     let cluster = Cluster::new(synchronous);
-    psql(&cluster.primary, "CREATE DATABASE wpds");
+    cluster.primary.psql("CREATE DATABASE wpds");
     let token = seed(&cluster.url("wpds"));
     let server = Server::start_with(&cluster.url("wpds"), &[("WPDS_LOG", "info")]);
     let stop = Arc::new(AtomicBool::new(false));

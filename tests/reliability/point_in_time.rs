@@ -13,7 +13,7 @@
 
 use crate::harness::{Server, agent, free_port, issue_pair, seed, wait_until};
 use crate::new_cells::{Writes, stored_dates, write_until};
-use crate::postgres_nodes::{Node, UNPRIVILEGED, append, directory, is_root, path, pg, psql_on};
+use crate::postgres_nodes::{Node, append, directory, path, pg, servers_dir};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -58,14 +58,11 @@ fn a_base_backup_and_the_archived_wal_restore_every_write_acknowledged_before_th
     let mut site = Site { dir: directory("wpds-point-in-time"), nodes: Vec::new() };
     let archive = site.dir.join("archive");
     let base_backup = site.dir.join("base");
-    std::fs::create_dir(&archive).unwrap();
-    if is_root() {
-        std::os::unix::fs::chown(&archive, Some(UNPRIVILEGED), Some(UNPRIVILEGED)).unwrap();
-    }
+    servers_dir(&archive);
     let archiving = format!("archive_mode = on\narchive_command = 'cp %p {}/%f'\n", path(&archive));
     site.nodes.push(Node::initdb(&site.dir, "primary", &archiving));
     let primary = &site.nodes[0];
-    psql_on(&primary.url("postgres"), "CREATE DATABASE wpds");
+    primary.psql("CREATE DATABASE wpds");
     let url = primary.url("wpds");
     let token = seed(&url);
     let (access, refresh) = issue_pair(&url);
@@ -87,12 +84,12 @@ fn a_base_backup_and_the_archived_wal_restore_every_write_acknowledged_before_th
     );
     std::thread::sleep(Duration::from_secs(1));
     let before_moment = Instant::now();
-    let moment = psql_on(&primary.url("postgres"), "SELECT clock_timestamp()").trim().to_owned();
+    let moment = primary.psql("SELECT clock_timestamp()").trim().to_owned();
     let after_moment = Instant::now();
     std::thread::sleep(Duration::from_secs(1));
     stop.store(true, Ordering::SeqCst);
     let writes: Vec<Writes> = writers.into_iter().map(|w| w.join().expect("a writer")).collect();
-    psql_on(&primary.url("postgres"), "SELECT pg_switch_wal()");
+    primary.psql("SELECT pg_switch_wal()");
     primary.stop("fast"); // a clean stop archives every finished segment first
     drop(server);
     // The restore: the base backup's data directory, the archive, the moment.
@@ -109,7 +106,7 @@ fn a_base_backup_and_the_archived_wal_restore_every_write_acknowledged_before_th
     site.nodes.push(restored);
     let restored = &site.nodes[1];
     wait_until("the restore reaches its moment and is promoted", Duration::from_secs(60), || {
-        psql_on(&restored.url("postgres"), "SELECT pg_is_in_recovery()").trim() == "f"
+        restored.psql("SELECT pg_is_in_recovery()").trim() == "f"
     });
     let on_restored = Server::start(&restored.url("wpds"));
 

@@ -111,17 +111,29 @@ impl Node {
     pub fn url(&self, database: &str) -> String {
         format!("postgres://postgres@127.0.0.1:{}/{database}", self.port)
     }
+
+    /// Runs `sql` on this node's database `postgres` and returns what it printed (unaligned,
+    /// tuples only).
+    pub fn psql(&self, sql: &str) -> String {
+        psql_on(&self.url("postgres"), sql)
+    }
 }
 
 /// A new directory under the system's temporary one, named `prefix-…`, for a test's servers
 /// (owned by [`UNPRIVILEGED`] when the tests run as root, so that its servers can write it).
 pub fn directory(prefix: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("{prefix}-{}", uuid::Uuid::new_v4().simple()));
-    std::fs::create_dir(&dir).expect("the test's directory");
-    if is_root() {
-        std::os::unix::fs::chown(&dir, Some(UNPRIVILEGED), Some(UNPRIVILEGED)).expect("chown the directory");
-    }
+    servers_dir(&dir);
     dir
+}
+
+/// Creates `dir` for the servers to write (owned by [`UNPRIVILEGED`] when the tests run as
+/// root).
+pub fn servers_dir(dir: &Path) {
+    std::fs::create_dir(dir).expect("a directory for the servers");
+    if is_root() {
+        std::os::unix::fs::chown(dir, Some(UNPRIVILEGED), Some(UNPRIVILEGED)).expect("chown the directory");
+    }
 }
 
 /// `p` as a command's argument.

@@ -209,8 +209,7 @@ class Soak:
         self._starts = [f["injected"] for f in self.faults]
         sent = [a["t0"] for a in history]
         verdicts = checker.check(history, snapshot, documented)
-        rows = collections.OrderedDict((kind, collections.Counter()) for kind in ["steady"] + self.once + FAULTS
-                                       if kind == "steady" or kind in self.once or kind in self.kinds)
+        rows = collections.OrderedDict((kind, collections.Counter()) for kind in ["steady"] + self.once + self.kinds)
         latencies = collections.defaultdict(list)
         for a in history:
             period = self.period_of(a["t0"])
