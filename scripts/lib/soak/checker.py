@@ -46,6 +46,10 @@ Verdicts (each with its count; any count above 0 breaks it):
   - undocumented answers: a status of the service that the document does not list for the
     operation (500 is listed, and counted here all the same: no fault excuses it).
 The proxy's own answers are counted apart, never as the service's.
+
+On a copy restored from a backup taken while the clients wrote, the same verdicts hold of the
+history the backup can hold (`cut`): every answer that came before the backup began, each
+request still in flight while it ran left open, and nothing sent after it ended.
 """
 
 import collections
@@ -85,6 +89,21 @@ def is_open(attempt):
     """Whether an answer left the outcome of a write open: it may or may not have applied."""
     status = attempt["status"]
     return status is None or status == 503 or (attempt.get("origin") == "proxy" and status in (502, 504))
+
+
+def cut(history, began, ended):
+    """The history as a backup taken between `began` and `ended` (the seconds of `t0` and
+    `t1`) holds it: an attempt answered before `began`, as it was (a 200 committed before the
+    backup's snapshot was taken); one sent before `ended` and answered after `began`, open
+    (its outcome at the snapshot, taken somewhere in between, is not known: no answer); one
+    sent after `ended`, left out (the backup cannot hold it)."""
+    held = []
+    for attempt in history:
+        if attempt["t1"] < began:
+            held.append(attempt)
+        elif attempt["t0"] < ended:
+            held.append(dict(attempt, status=None, origin=None, error="in flight during the backup"))
+    return held
 
 
 def check(history, snapshot, documented):

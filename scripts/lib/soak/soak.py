@@ -6,7 +6,12 @@ order (`FAULTS`), each after a random gap (seeded; the seed is printed), every k
 once, then as long steady again. An upgrade soak (`upgrade`: the cluster started on an
 earlier build) begins its faults with `UPGRADE`, once each: every instance replaced in turn by
 this checkout's build (the first migrates the schema while the earlier build still serves),
-one instance rolled back to the earlier build on the migrated schema, then forward again. Each fault is injected and cleared by this module; the times of both
+one instance rolled back to the earlier build on the migrated schema, then forward again. A
+soak with faults takes, before them, a backup while the clients write (`BACKUP`: `pg_dump`, as
+`docs/operations.md` says); once the load has stopped it is restored into a database of its
+own, a server is started on it, and the checker's verdicts are read again on the copy, of
+the history the backup can hold (`checker.cut`), beside the cursors and the token handed out
+before it. Each fault is injected and cleared by this module; the times of both
 are kept, and after each the time to the first 2xx sent once it cleared (for a failover:
 once the primary stopped) is its recovery.
 
@@ -29,6 +34,8 @@ FAULTS = ["kill", "rolling", "pooler-kill", "pooler-pause", "freeze", "failover"
 # The upgrade soak's steps, each once, before the faults: restarts by draining, like "rolling".
 UPGRADE = ["upgrade", "rollback", "forward"]
 RESTARTS = ["rolling"] + UPGRADE
+# Once, before the faults, in a soak that has them: a backup taken while the clients write.
+BACKUP = ["backup"]
 # What each kind must recover within once cleared (seconds), and what "cleared" is.
 RECOVERY = {"kill": 1.0, "pooler-kill": 2.0, "pooler-pause": 2.0, "freeze": 1.0, "failover": 10.0}
 FREEZE_SECONDS = 5.0
@@ -43,7 +50,7 @@ class Soak:
         """`upgrade`: an `Upgrade` when the cluster runs an earlier build to be rolled to this one."""
         self.cluster, self.token, self.seconds, self.seed = cluster, token, seconds, seed
         self.upgrade = upgrade
-        self.once = UPGRADE if upgrade else []
+        self.once = (UPGRADE if upgrade else []) + (BACKUP if faults else [])
         self.kinds = FAULTS if faults else []
         self.random = random.Random(seed)
         self.stop = threading.Event()
@@ -147,6 +154,11 @@ class Soak:
         self.restart(self.cluster.instances[0], self.upgrade.new)
         fault["cleared"] = time.monotonic()
 
+    def inject_backup(self, fault):
+        fault["injected"] = time.monotonic()
+        fault["dump"] = self.cluster.dump()
+        fault["cleared"] = time.monotonic()
+
     def inject_pooler_kill(self, fault):
         fault["injected"] = time.monotonic()
         self.cluster.pooler_kill()
@@ -204,11 +216,39 @@ class Soak:
         at = bisect.bisect_right([f["injected"] for f in self.faults] if not hasattr(self, "_starts") else self._starts, t)
         return "steady" if at == 0 else self.faults[at - 1]["kind"]
 
-    def report(self, snapshot, documented, out):
+    def restored_verdicts(self, port, snapshot, documented):
+        """The verdicts on the copy restored from the soak's backup (`snapshot`: what it holds;
+        `port`: a server started on it), each named so: the checker's, of the history the
+        backup can hold, and one of the copy's own: each receipts cursor handed out before
+        the backup began, read on the copy with the clients' token (issued before too), gives
+        the page after the one that handed it out."""
+        backup = next(f for f in self.faults if f["kind"] == "backup")
+        history = checker.cut(self.history(), backup["injected"], backup["cleared"])
+        verdicts = checker.check(history, snapshot, documented)
+        for verdict in verdicts:
+            verdict.name = f"on the restored backup: {verdict.name}"
+        cursors = checker.Verdict("on the restored backup: cursors handed out before it that read a wrong page "
+                                  "(or were refused)")
+        handed_out = {a["next"]: a["ids"][-1] for a in history
+                      if a["op"] == checker.RECEIPTS and a["status"] == 200 and a["next"] and a["ids"]}
+        for cursor, last in list(handed_out.items())[:20]:
+            cursors.checked += 1
+            status, answer = get(port, self.token, "/v1/workspaces/1/projects/7/sync-updates/commercial-receipts"
+                                                   f"?limit=4&cursor={cursor}")
+            at = snapshot.receipts.index(last) + 1 if last in snapshot.receipts else None
+            expected = None if at is None else snapshot.receipts[at:at + 4]
+            ids = [receipt["id"] for receipt in answer["items"]] if status == 200 else None
+            if ids != expected:
+                cursors.add(f"cursor {cursor[:16]}…: {status} {ids}, expected {expected}")
+        return verdicts + [cursors]
+
+    def report(self, snapshot, documented, out, more=()):
+        """Prints the tables and writes the histories to `out`; `more`: verdicts checked
+        apart (the restored backup's). Returns (a verdict broken, a target missed)."""
         history = self.history()
         self._starts = [f["injected"] for f in self.faults]
         sent = [a["t0"] for a in history]
-        verdicts = checker.check(history, snapshot, documented)
+        verdicts = checker.check(history, snapshot, documented) + list(more)
         rows = collections.OrderedDict((kind, collections.Counter()) for kind in ["steady"] + self.once + self.kinds)
         latencies = collections.defaultdict(list)
         for a in history:
@@ -346,6 +386,18 @@ def p99(values):
         return 0.0
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+
+
+def get(port, token, path):
+    """GET `path` on 127.0.0.1:`port` with `token`: (status, parsed body or None)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("GET", path, headers={"Authorization": f"Bearer {token}", "Accept": "application/json"})
+        response = conn.getresponse()
+        raw = response.read()
+        return response.status, json.loads(raw) if raw else None
+    finally:
+        conn.close()
 
 
 def documented_statuses(port):

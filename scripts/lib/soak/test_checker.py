@@ -9,7 +9,7 @@ and each defect a history can show breaks the verdict meant for it, and only tha
 import copy
 import unittest
 
-from checker import Snapshot, check
+from checker import Snapshot, check, cut
 
 DOCUMENTED = {
     "setOwnTimeLogCell": {200, 400, 401, 403, 406, 408, 409, 413, 415, 422, 429, 500, 503},
@@ -141,6 +141,29 @@ class CheckerTest(unittest.TestCase):
         history.append(proxy)
         verdicts = {v.name: v for v in check(history, snapshot, DOCUMENTED)}
         self.assertEqual(verdicts["undocumented answers"].broken, 2)
+
+    def test_a_backup_taken_mid_history_holds_what_was_answered_before_it_and_leaves_the_rest_open(self):
+        # A backup taken from 1.15 to 1.25: the cut write of 1.10 (answered at 1.11) and the
+        # 409 of 1.20 are before and during it; what came after it is not in the copy.
+        history, _ = correct()
+        held = cut(history, 1.15, 1.25)
+        self.assertEqual([a["t0"] for a in held], [1.00, 1.01, 1.05, 1.06, 1.10, 1.20])
+        self.assertIsNone(held[-1]["status"])
+        copy_of = Snapshot(cells={"1800-01-01": (1, 4)}, fresh=set(), exports={}, receipts=RECEIPTS)
+        self.assertEqual(broken(check(held, copy_of, DOCUMENTED)), {})
+        # The write in flight may not have applied; a 200 answered before the backup must have.
+        copy_of.cells["1800-01-01"] = (1, 3)
+        self.assertEqual(broken(check(held, copy_of, DOCUMENTED)), {})
+        copy_of.cells["1800-01-01"] = (1, 2)
+        self.assertEqual(set(broken(check(held, copy_of, DOCUMENTED))),
+                         {"acknowledged writes missing", "versions the answers do not explain",
+                          "409s naming a version the cell did not hold"})
+
+    def test_an_acknowledged_fresh_write_missing_from_a_restored_copy_is_caught(self):
+        history, _ = correct()
+        copy_of = Snapshot(cells={"1800-01-01": (1, 5)}, fresh=set(), exports={"k1": 1}, receipts=RECEIPTS)
+        self.assertEqual(set(broken(check(cut(history, 5.0, 5.1), copy_of, DOCUMENTED))),
+                         {"acknowledged writes missing"})
 
 
 if __name__ == "__main__":
