@@ -39,8 +39,9 @@ pub fn server_from_env() -> Option<String> {
         .filter(|url| url.starts_with("postgres"))
 }
 
-/// The test databases on the server of `session`, by name: those left behind once every
-/// test process has ended.
+/// The test databases on the server of `session` whose owner's session is gone, by name:
+/// those a test process that has ended left behind, which the next process's sweep drops
+/// (a database whose process still runs, as in a pass running beside, is its own).
 pub fn left(session: &mut PgConnection) -> diesel::QueryResult<Vec<String>> {
     #[derive(QueryableByName)]
     struct Database {
@@ -48,7 +49,9 @@ pub fn left(session: &mut PgConnection) -> diesel::QueryResult<Vec<String>> {
         datname: String,
     }
     diesel::sql_query(
-        "SELECT datname FROM pg_database WHERE substring(datname FROM $1) IS NOT NULL ORDER BY datname",
+        // A name of another form gives NULL, which NOT IN leaves out.
+        "SELECT datname FROM pg_database \
+         WHERE substring(datname FROM $1)::int NOT IN (SELECT pid FROM pg_stat_activity) ORDER BY datname",
     )
     .bind::<diesel::sql_types::Text, _>(OWNER_PATTERN)
     .load::<Database>(session)

@@ -1,6 +1,8 @@
 //! `wpds-test-databases left URL`: CI's check after each pass on PostgreSQL that the tests
-//! left none of their databases on the server of URL (a direct connection, never a pooler).
-//! Prints the ones left and exits 1 if there are any; exits 2 if it cannot look.
+//! left none of their databases on the server of URL (a direct connection, never a pooler):
+//! none whose owner's session is gone ([`wpds_test_databases::left`]; a pass running beside
+//! keeps its own). Prints the ones left and exits 1 if there are any; exits 2 if it cannot
+//! look.
 
 use diesel::{Connection, PgConnection};
 use std::process::ExitCode;

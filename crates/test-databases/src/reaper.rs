@@ -172,24 +172,9 @@ impl Reaper {
     }
 }
 
-/// The databases of this naming whose owner's session is gone from the server.
+/// The databases of this naming whose owner's session is gone from the server ([`crate::left`]).
 fn orphans(session: &mut PgConnection) -> Vec<String> {
-    #[derive(diesel::QueryableByName)]
-    struct Orphan {
-        #[diesel(sql_type = diesel::sql_types::Text)]
-        datname: String,
-    }
-    diesel::sql_query(
-        // A name of another form gives NULL, which NOT IN leaves out.
-        "SELECT datname FROM pg_database \
-         WHERE substring(datname FROM $1)::int NOT IN (SELECT pid FROM pg_stat_activity)",
-    )
-    .bind::<diesel::sql_types::Text, _>(crate::OWNER_PATTERN)
-    .load::<Orphan>(session)
-    .expect("the server's databases are listed")
-    .into_iter()
-    .map(|orphan| orphan.datname)
-    .collect()
+    crate::left(session).expect("the server's databases are listed")
 }
 
 /// At exit: waits for the reaper, if this process made one, to drop what it was handed.
