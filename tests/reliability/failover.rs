@@ -21,8 +21,6 @@ use crate::harness::{Server, free_port, seed};
 use crate::new_cells::{Writes, stored_dates, write_until};
 use crate::postgres_nodes::{Node, append, directory, path, pg};
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// The note of the writers' cells.
@@ -103,8 +101,7 @@ fn fail_over(synchronous: bool, mode: &str) {
     cluster.primary.psql("CREATE DATABASE wpds");
     let token = seed(&cluster.url("wpds"));
     let server = Server::start_with(&cluster.url("wpds"), &[("WPDS_LOG", "info")]);
-    let stop = Arc::new(AtomicBool::new(false));
-    let writers = write_until(&server, &token, &stop, NOTE);
+    let writing = write_until(&server, &token, NOTE);
     std::thread::sleep(Duration::from_secs(1));
 
     // Act: the primary goes away; a second later the replica is promoted; writes go on
@@ -114,8 +111,7 @@ fn fail_over(synchronous: bool, mode: &str) {
     cluster.replica.promote();
     let promoted = Instant::now();
     std::thread::sleep(Duration::from_secs(6));
-    stop.store(true, Ordering::SeqCst);
-    let writes: Vec<Writes> = writers.into_iter().map(|w| w.join().expect("a writer")).collect();
+    let writes: Vec<Writes> = writing.stop();
 
     // Assert: only 200 or 503 `unavailable` (with Retry-After) ...
     let mut statuses = std::collections::BTreeMap::new();

@@ -7,7 +7,7 @@
 use crate::harness::{Server, cell, put_cell};
 use crate::postgres_nodes::psql_on;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// One write and its answer.
@@ -46,16 +46,43 @@ fn date(writer: usize, n: usize) -> String {
     (first + time::Duration::days((writer * 20_000 + n) as i64)).to_string()
 }
 
-/// Four writers writing new cells of the demo member with `note` until `stop`.
-pub fn write_until(
-    server: &Server,
-    token: &str,
-    stop: &Arc<AtomicBool>,
-    note: &'static str,
-) -> Vec<std::thread::JoinHandle<Writes>> {
-    (0..4)
+/// Four writers writing new cells of the demo member, started by [`write_until`]: how many
+/// answers they have had so far, and [`Writing::stop`] to end them.
+pub struct Writing {
+    stop: Arc<AtomicBool>,
+    answered: Arc<AtomicUsize>,
+    writers: Vec<std::thread::JoinHandle<Writes>>,
+}
+
+impl Writing {
+    /// The answers the writers have had so far (any status, or none when the client gave up).
+    pub fn answered(&self) -> usize {
+        self.answered.load(Ordering::SeqCst)
+    }
+
+    /// Waits until the writers have had `more` answers beyond `seen` (a pace that follows the
+    /// machine's load, not the clock), or `limit` has passed.
+    pub fn wait_for(&self, seen: usize, more: usize, limit: Duration) {
+        let until = Instant::now() + limit;
+        while self.answered() < seen + more && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Stops the writers and returns what each saw.
+    pub fn stop(self) -> Vec<Writes> {
+        self.stop.store(true, Ordering::SeqCst);
+        self.writers.into_iter().map(|w| w.join().expect("a writer")).collect()
+    }
+}
+
+/// Four writers writing new cells of the demo member with `note` until stopped.
+pub fn write_until(server: &Server, token: &str, note: &'static str) -> Writing {
+    let (stop, answered) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicUsize::new(0)));
+    let writers = (0..4)
         .map(|writer| {
-            let (base, token, stop) = (server.base.clone(), token.to_owned(), Arc::clone(stop));
+            let (base, token) = (server.base.clone(), token.to_owned());
+            let (stop, answered) = (Arc::clone(&stop), Arc::clone(&answered));
             std::thread::spawn(move || {
                 let agent = crate::harness::agent();
                 let mut writes = Writes::default();
@@ -81,11 +108,13 @@ pub fn write_until(
                         std::thread::sleep(Duration::from_millis(50));
                     }
                     writes.answers.push(Answered { day, sent, answered: Instant::now(), status, detail });
+                    answered.fetch_add(1, Ordering::SeqCst);
                 }
                 writes
             })
         })
-        .collect()
+        .collect();
+    Writing { stop, answered, writers }
 }
 
 /// The dates of the demo member's cells with `note`, read from the database at `url`.

@@ -16,12 +16,13 @@ use crate::new_cells::{Writes, stored_dates, write_until};
 use crate::postgres_nodes::{Node, append, directory, path, pg, servers_dir};
 use serde_json::{Value, json};
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// The note of the writers' cells.
 const NOTE: &str = "point-in-time";
+/// The writes that must be answered before the moment and sent after it, at least, for the
+/// test to judge anything.
+const WRITES: usize = 20;
 const RECEIPTS: &str = "/v1/workspaces/1/projects/7/sync-updates/commercial-receipts";
 
 /// The test's servers and files, stopped and removed when dropped.
@@ -71,24 +72,28 @@ fn a_base_backup_and_the_archived_wal_restore_every_write_acknowledged_before_th
     assert_eq!(status, 200, "{first}");
     let cursor = first["nextCursor"].as_str().expect("a cursor").to_owned();
     let (_, page) = get(&server.base, &format!("{RECEIPTS}?limit=5&cursor={cursor}"), &access);
-    let stop = Arc::new(AtomicBool::new(false));
-    let writers = write_until(&server, &token, &stop, NOTE);
+    let writing = write_until(&server, &token, NOTE);
     std::thread::sleep(Duration::from_millis(500));
 
-    // Act: the base backup while they write; a second later the moment to restore to; a
-    // second more of writes; then the primary's last WAL archived and the primary lost.
+    // Act: the base backup while they write; a second later (and WRITES answers more, however
+    // busy the machine) the moment to restore to; as long again of writes; then the primary's
+    // last WAL archived and the primary lost.
     let from = primary.port.to_string();
     pg(
         "pg_basebackup",
         &["-h", "127.0.0.1", "-p", &from, "-U", "postgres", "-D", path(&base_backup), "-c", "fast"],
     );
+    let backed_up = writing.answered();
     std::thread::sleep(Duration::from_secs(1));
+    writing.wait_for(backed_up, WRITES, Duration::from_secs(30));
     let before_moment = Instant::now();
     let moment = primary.psql("SELECT clock_timestamp()").trim().to_owned();
     let after_moment = Instant::now();
+    let chosen = writing.answered();
     std::thread::sleep(Duration::from_secs(1));
-    stop.store(true, Ordering::SeqCst);
-    let writes: Vec<Writes> = writers.into_iter().map(|w| w.join().expect("a writer")).collect();
+    // The writes in flight at the moment answer first: four writers, so four more.
+    writing.wait_for(chosen, WRITES + 4, Duration::from_secs(30));
+    let writes: Vec<Writes> = writing.stop();
     primary.psql("SELECT pg_switch_wal()");
     primary.stop("fast"); // a clean stop archives every finished segment first
     drop(server);
@@ -117,7 +122,7 @@ fn a_base_backup_and_the_archived_wal_restore_every_write_acknowledged_before_th
         answers.iter().filter(|a| a.status == 200 && a.answered < before_moment).map(|a| &a.day).collect();
     let after: Vec<&String> = answers.iter().filter(|a| a.sent > after_moment).map(|a| &a.day).collect();
     assert!(
-        before.len() >= 20 && after.len() >= 20,
+        before.len() >= WRITES && after.len() >= WRITES,
         "writes before {} and after {}",
         before.len(),
         after.len()
