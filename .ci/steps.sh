@@ -17,6 +17,18 @@ within() {
   return "$status"
 }
 
+# background COMMAND…: COMMAND at the lowest CPU priority, taking only the cores the other
+# steps leave idle. `nice` alone does not do it: each step runs in a session of its own, and
+# where the kernel groups a session's processes for the scheduler (autogroups,
+# /proc/sys/kernel/sched_autogroup_enabled, on by default in Debian's kernels) a nice value
+# only orders the processes of one session: a session at nice 19 still got as much CPU as the
+# lints' (a clean clone's lints, beside the upgrade check's build, 760 s). So the session's
+# group is set to nice 19 as well (/proc/self/autogroup), which raising needs no privilege.
+background() {
+  if [ -w /proc/self/autogroup ]; then echo 19 2>/dev/null >/proc/self/autogroup || true; fi
+  nice -n 19 "$@"
+}
+
 # The toolchain's components, and the C libraries the build links (libpq, the PostgreSQL
 # driver, and OpenSSL): needed before any cargo.
 toolchain() {
