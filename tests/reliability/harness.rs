@@ -390,33 +390,32 @@ pub fn read_cell(agent: &ureq::Agent, base: &str, token: &str, date: &str) -> St
 /// once while the 64 clients of `batches.rs` ran beside it; 32 clients racing on one cell
 /// met a 1.5 s lock wait while the pooled pass raced its own.)
 pub struct MachineToItself {
-    _here: std::sync::MutexGuard<'static, ()>,
     /// Locked with `flock`, which the kernel lets go when the file is closed: when this is
-    /// dropped, or the process dies.
-    _across: std::fs::File,
+    /// dropped, or the process dies. Each call opens the file anew, and `flock` sets two
+    /// opens of one file against each other whether they are in one process or two, so the
+    /// lock serves the test threads of this process as well.
+    _lock: std::fs::File,
 }
 
 /// Waits until no other test that loads the machine runs, here or in another process of
 /// this user's, and holds it so until the guard is dropped.
 pub fn machine_to_itself() -> MachineToItself {
     use std::os::fd::AsRawFd;
-    static LOAD: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let here = LOAD.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let path = std::env::temp_dir().join("wpds-tests-machine-to-itself.lock");
-    let across = std::fs::OpenOptions::new()
+    let lock = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(&path)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     loop {
-        // SAFETY: flock reads the descriptor, which `across` keeps open.
-        match unsafe { libc::flock(across.as_raw_fd(), libc::LOCK_EX) } {
+        // SAFETY: flock reads the descriptor, which `lock` keeps open.
+        match unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) } {
             0 => break,
             _ if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => continue,
             _ => panic!("flock {}: {}", path.display(), std::io::Error::last_os_error()),
         }
     }
-    MachineToItself { _here: here, _across: across }
+    MachineToItself { _lock: lock }
 }
 
 /// Runs `clients` client threads at once, client `id` talking to `servers[id % servers.len()]`
